@@ -1,0 +1,59 @@
+// swift-tools-version:6.0
+// GuardPlay: one executable, `guard-play`, over layered targets. Arrows point down only:
+// CLI → ControlAPI/HTTPServer, Gateway/Store, Player/Protection/CaptureMonitor, Packager/Crypto, MediaCore.
+// Each C library has exactly one Swift importer.
+import PackageDescription
+
+let strict: [SwiftSetting] = [.enableUpcomingFeature("InternalImportsByDefault")]
+
+let package = Package(
+    name: "GuardPlay",
+    products: [
+        .executable(name: "guard-play", targets: ["GuardPlayCLI"])
+    ],
+    targets: [
+        // C system libraries: a modulemap, a shim header and explicit link lines each.
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat"),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto"),
+        .systemLibrary(name: "CSDL2"),  // headers at <SDL2/SDL.h>; sdl2.pc adds a -D flag SwiftPM rejects
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd"),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3"),
+
+        // Bridges: owners of C objects.
+        .target(name: "MediaCore", dependencies: ["CFFmpeg"], swiftSettings: strict),
+        .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
+
+        // Domain cores: no sockets, devices or clocks of their own.
+        .target(name: "CaptureMonitor", swiftSettings: strict),
+        .target(name: "Protection", swiftSettings: strict),
+        .target(name: "Packager", dependencies: ["MediaCore", "Crypto"], swiftSettings: strict),
+        .target(
+            name: "Player", dependencies: ["MediaCore", "Protection", "CaptureMonitor", "CSDL2"],
+            swiftSettings: strict),
+
+        // Service.
+        .target(name: "Store", dependencies: ["CSQLite", "Crypto"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
+        .target(
+            name: "Gateway", dependencies: ["Store", "Packager", "Crypto", "CaptureMonitor"],
+            swiftSettings: strict),
+        .target(name: "ControlAPI", dependencies: ["HTTPServer", "Gateway", "CaptureMonitor"], swiftSettings: strict),
+
+        .executableTarget(
+            name: "GuardPlayCLI",
+            dependencies: ["ControlAPI", "Gateway", "Player", "Packager", "CaptureMonitor", "MediaCore"],
+            swiftSettings: strict),
+
+        .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
+        .testTarget(name: "CaptureMonitorTests", dependencies: ["CaptureMonitor"]),
+        .testTarget(name: "ProtectionTests", dependencies: ["Protection"]),
+        .testTarget(name: "PlayerTests", dependencies: ["Player", "MediaCore", "CaptureMonitor"]),
+        .testTarget(name: "PackagerTests", dependencies: ["Packager", "MediaCore", "Crypto"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Crypto"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "ControlAPI", "HTTPServer", "Store"]),
+        // Runs the built `guard-play` binary and checks what it writes with MediaCore.
+        .testTarget(name: "EndToEndTests", dependencies: ["MediaCore"]),
+    ]
+)

@@ -1,0 +1,2 @@
+/// CaptureMonitor: see docs/ARCHITECTURE.md.
+public enum CaptureMonitorModule {}

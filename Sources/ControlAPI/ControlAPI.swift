@@ -1,0 +1,2 @@
+/// ControlAPI: see docs/ARCHITECTURE.md.
+public enum ControlAPIModule {}

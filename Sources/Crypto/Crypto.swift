@@ -1,0 +1,2 @@
+/// Crypto: see docs/ARCHITECTURE.md.
+public enum CryptoModule {}

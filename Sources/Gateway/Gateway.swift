@@ -1,0 +1,2 @@
+/// Gateway: see docs/ARCHITECTURE.md.
+public enum GatewayModule {}

@@ -1,0 +1,58 @@
+import Foundation
+
+/// The top-level dispatcher: picks the subcommand and turns thrown errors into one line and an exit code.
+enum GuardPlay {
+    static let version = "0.1.0"
+
+    static let usage = """
+        usage: guard-play FILE [options]            play with capture protection (see --help)
+               guard-play package INPUT --out DIR   package as SAMPLE-AES HLS
+               guard-play verify DIR                check a packaged output
+               guard-play serve [options]           run the gateway
+               guard-play tokens create --scope S   create an API token
+               guard-play help | --version
+        """
+
+    static func main(_ arguments: [String]) -> Int32 {
+        do {
+            switch arguments.first {
+            case nil:
+                throw CLIError(.usage, "no input file\n\(usage)")
+            case "help", "-h", "--help":
+                let topic = arguments.dropFirst().first
+                print(helpText(for: topic))
+                return ExitCode.success.rawValue
+            case "--version", "version":
+                print("guard-play \(version)")
+                return ExitCode.success.rawValue
+            case "package":
+                return try PackageCommand.run(Array(arguments.dropFirst())).rawValue
+            case "verify":
+                return try VerifyCommand.run(Array(arguments.dropFirst())).rawValue
+            case "serve":
+                return try ServeCommand.run(Array(arguments.dropFirst())).rawValue
+            case "tokens":
+                return try TokensCommand.run(Array(arguments.dropFirst())).rawValue
+            default:
+                return try PlayCommand.run(arguments).rawValue
+            }
+        } catch let error as CLIError {
+            FileHandle.standardError.write(Data("guard-play: \(error.message)\n".utf8))
+            return error.code.rawValue
+        } catch {
+            FileHandle.standardError.write(Data("guard-play: \(error)\n".utf8))
+            return ExitCode.failure.rawValue
+        }
+    }
+
+    static func helpText(for topic: String?) -> String {
+        switch topic {
+        case "package": PackageCommand.help
+        case "verify": VerifyCommand.help
+        case "serve": ServeCommand.help
+        case "tokens": TokensCommand.help
+        case "play": PlayCommand.help
+        default: usage + "\n\n" + PlayCommand.help
+        }
+    }
+}

@@ -1,0 +1,2 @@
+/// HTTPServer: see docs/ARCHITECTURE.md.
+public enum HTTPServerModule {}

@@ -1,0 +1,105 @@
+import CFFmpeg
+
+/// What reading the next packet produced.
+public enum ReadStep: Sendable, Equatable {
+    /// The packet was filled.
+    case packet
+    /// The input has no more packets.
+    case endOfStream
+}
+
+/// Owner of a demuxer: an `AVFormatContext` opened with `avformat_open_input`, closed with
+/// `avformat_close_input` in `deinit`.
+public final class InputContext {
+    let context: UnsafeMutablePointer<AVFormatContext>
+    /// The path it was opened from.
+    public let path: String
+    /// The streams, copied out when the input was opened.
+    public let streams: [StreamInfo]
+
+    /// Opens `path` and reads enough to know its streams (`avformat_open_input`,
+    /// `avformat_find_stream_info`).
+    public init(path: String) throws(MediaError) {
+        var opened: UnsafeMutablePointer<AVFormatContext>? = nil
+        try check(avformat_open_input(&opened, path, nil, nil), "avformat_open_input(\(path))")
+        guard let opened else {
+            throw MediaError(operation: "avformat_open_input(\(path))", message: "no context returned")
+        }
+        let status = avformat_find_stream_info(opened, nil)
+        if status < 0 {
+            var owned: UnsafeMutablePointer<AVFormatContext>? = opened
+            avformat_close_input(&owned)
+            throw MediaError(code: status, operation: "avformat_find_stream_info(\(path))")
+        }
+        self.context = opened
+        self.path = path
+        var streams: [StreamInfo] = []
+        for index in 0..<Int(opened.pointee.nb_streams) {
+            if let stream = opened.pointee.streams[index] { streams.append(StreamInfo(stream)) }
+        }
+        self.streams = streams
+    }
+
+    deinit {
+        var owned: UnsafeMutablePointer<AVFormatContext>? = context
+        avformat_close_input(&owned)
+    }
+
+    /// The demuxer's short name, such as `mov,mp4,m4a,3gp,3g2,mj2` or `mpegts`.
+    public var formatName: String { context.pointee.iformat.map { String(cString: $0.pointee.name) } ?? "" }
+
+    /// The container's duration in seconds, or nil when unknown.
+    public var durationSeconds: Double? {
+        let duration = context.pointee.duration
+        return duration == cffmpeg_nopts_value() || duration <= 0 ? nil : Double(duration) / 1_000_000
+    }
+
+    /// The container's start time in seconds, or 0 when unknown.
+    public var startSeconds: Double {
+        let start = context.pointee.start_time
+        return start == cffmpeg_nopts_value() ? 0 : Double(start) / 1_000_000
+    }
+
+    /// The container's overall bit rate in bits per second, or 0 when unknown.
+    public var bitRate: Int64 { context.pointee.bit_rate }
+
+    /// The index of the stream FFmpeg considers best for `type` (`av_find_best_stream`), or nil.
+    public func bestStream(_ type: MediaType) -> Int? {
+        let avType: AVMediaType = type == .audio ? AVMEDIA_TYPE_AUDIO : AVMEDIA_TYPE_VIDEO
+        let index = av_find_best_stream(context, avType, -1, -1, nil, 0)
+        guard index >= 0, !streams[Int(index)].isAttachedPicture else {
+            return streams.first { $0.mediaType == type && !$0.isAttachedPicture }?.index
+        }
+        return Int(index)
+    }
+
+    /// Reads the next packet into `packet` (`av_read_frame`); the previous payload is released first.
+    public func read(into packet: Packet) throws(MediaError) -> ReadStep {
+        packet.reset()
+        let status = av_read_frame(context, packet.pointer)
+        if status == cffmpeg_averror_eof() { return .endOfStream }
+        try check(status, "av_read_frame(\(path))")
+        return .packet
+    }
+
+    /// Seeks so that the next packets start at or before `seconds` (`avformat_seek_file`).
+    public func seek(toSeconds seconds: Double) throws(MediaError) {
+        let target = Int64(seconds * 1_000_000)
+        try check(
+            avformat_seek_file(context, -1, Int64.min, target, target, 0),
+            "avformat_seek_file(\(path), \(seconds)s)")
+    }
+
+    /// Opens a decoder for stream `index` from its codec parameters.
+    public func makeDecoder(streamIndex index: Int, threads: Int = 0) throws(MediaError) -> Decoder {
+        guard index >= 0, index < Int(context.pointee.nb_streams), let stream = context.pointee.streams[index] else {
+            throw MediaError(operation: "makeDecoder(\(path))", message: "no stream \(index)")
+        }
+        return try Decoder(
+            parameters: stream.pointee.codecpar, timeBase: Rational(stream.pointee.time_base),
+            threads: threads, subject: "\(path)#\(index)")
+    }
+}
+
+@available(*, unavailable, message: "an InputContext is one C object with one owner")
+extension InputContext: Sendable {}

@@ -1,0 +1,2 @@
+/// Packager: see docs/ARCHITECTURE.md.
+public enum PackagerModule {}

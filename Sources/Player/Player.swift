@@ -1,0 +1,2 @@
+/// Player: see docs/ARCHITECTURE.md.
+public enum PlayerModule {}

@@ -1,0 +1,2 @@
+/// Protection: see docs/ARCHITECTURE.md.
+public enum ProtectionModule {}

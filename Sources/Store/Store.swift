@@ -1,0 +1,2 @@
+/// Store: see docs/ARCHITECTURE.md.
+public enum StoreModule {}

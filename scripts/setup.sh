@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages GuardPlay builds and tests with, only those missing; does nothing when
+# all are present. Run as root (CI) or with sudo available.
+set -euo pipefail
+
+packages=(
+    pkg-config
+    # FFmpeg's libraries and CLI (fixtures, second-opinion decoding)
+    ffmpeg libavformat-dev libavcodec-dev libavutil-dev libswresample-dev libswscale-dev
+    # OpenSSL, libmicrohttpd, SQLite, SDL2
+    libssl-dev libmicrohttpd-dev libsqlite3-dev sqlite3 libsdl2-dev
+    # Test and benchmark peers: a real X display, a sound server, nginx, load generators
+    xvfb x11-utils x11-apps imagemagick pulseaudio pulseaudio-utils nginx wrk hyperfine curl
+    python3-venv
+)
+
+missing=()
+for package in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$package")
+    fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
