@@ -1,2 +1,0 @@
-/// Crypto: see docs/ARCHITECTURE.md.
-public enum CryptoModule {}
