@@ -1,0 +1,74 @@
+import Foundation
+import Synchronization
+
+/// A thread the server owns that, twice a second, answers 408 to connections that hold their request
+/// header open too long (slowloris clients), and now and then sends a heartbeat on event streams.
+final class ConnectionWatchdog: Sendable {
+    let configuration: HTTPServerConfiguration
+    let connections = Mutex([ObjectIdentifier: ConnectionState]())
+    let running = Mutex(false)
+    let wake = DispatchSemaphore(value: 0)
+    let exited = DispatchSemaphore(value: 0)
+
+    init(configuration: HTTPServerConfiguration) {
+        self.configuration = configuration
+    }
+
+    func add(_ connection: ConnectionState) {
+        connections.withLock { $0[ObjectIdentifier(connection)] = connection }
+    }
+
+    func remove(_ connection: ConnectionState) {
+        _ = connections.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) }
+    }
+
+    /// True while some connection's request is with the application.
+    var hasRequestsInFlight: Bool {
+        connections.withLock { $0.values.contains { $0.isHandling } }
+    }
+
+    func start(server: HTTPServer) {
+        running.withLock { $0 = true }
+        let timeoutResponse = rawResponse(
+            server.rejectionResponder(
+                Rejection(.headerTimeout, status: 408, detail: "The request header did not arrive in time.")))
+        let thread = Thread { [self] in
+            var lastHeartbeat = monotonicSeconds()
+            while running.withLock({ $0 }) {
+                _ = wake.wait(timeout: .now() + 0.5)
+                let now = monotonicSeconds()
+                for connection in connections.withLock({ Array($0.values) }) {
+                    _ = connection.timeOutIfStalled(
+                        now: now, deadline: configuration.headerTimeout, response: timeoutResponse)
+                }
+                if now - lastHeartbeat >= configuration.heartbeatInterval {
+                    lastHeartbeat = now
+                    server.heartbeat()
+                }
+            }
+            exited.signal()
+        }
+        thread.name = "http-watchdog"
+        thread.start()
+    }
+
+    func stop() {
+        let wasRunning = running.withLock { running in
+            defer { running = false }
+            return running
+        }
+        guard wasRunning else { return }
+        wake.signal()
+        exited.wait()
+    }
+}
+
+/// `response` serialised for a direct write to a socket, closing the connection afterwards.
+func rawResponse(_ response: HTTPResponse) -> [UInt8] {
+    let body: [UInt8]
+    if case .bytes(let bytes) = response.body { body = bytes } else { body = [] }
+    var text = "HTTP/1.1 \(response.status) \(reasonPhrase(response.status))\r\n"
+    for field in response.headers { text += "\(field.name): \(field.value)\r\n" }
+    text += "Connection: close\r\nContent-Length: \(body.count)\r\n\r\n"
+    return Array(text.utf8) + body
+}
