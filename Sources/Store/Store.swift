@@ -1,2 +1,307 @@
-/// Store: see docs/ARCHITECTURE.md.
-public enum StoreModule {}
+public import Foundation
+import Synchronization
+
+/// The gateway's durable state in one SQLite database (WAL mode): assets, wrapped content keys,
+/// sessions, API tokens, packaging jobs and the audit log.
+///
+/// Lifecycle: `init` creates the directory and database when missing and applies migrations; every
+/// method then runs on the caller's thread, one at a time, behind a mutex. Callers are the gateway's
+/// own threads (server pool, job workers, audit writer), never Swift's cooperative pool. Each commit
+/// is synced (`synchronous = FULL`), so a `kill -9` at any point loses nothing that was committed.
+///
+/// `@unchecked Sendable`: the connection, which is not thread-safe, is only touched inside
+/// `lock.withLock` (through `with`); everything else is immutable.
+public final class Store: @unchecked Sendable {
+    private let lock = Mutex(())
+    private let connection: SQLiteConnection
+    let kek: KeyEncryptionKey
+    /// The database file.
+    public let path: String
+
+    /// Opens (creating when missing) `guardplay.db` in `directory`.
+    public init(directory: String, kek: KeyEncryptionKey) throws(StoreError) {
+        do {
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw StoreError(operation: "mkdir(\(directory))", message: "\(error.localizedDescription)")
+        }
+        let path = (directory as NSString).appendingPathComponent("guardplay.db")
+        let database = try SQLiteConnection(path: path)
+        try database.execute("PRAGMA busy_timeout = 5000")
+        let mode = try database.query("PRAGMA journal_mode = WAL").first?.first?.text
+        guard mode?.lowercased() == "wal" else {
+            throw StoreError(
+                operation: "PRAGMA journal_mode = WAL", message: "the database stayed in \(mode ?? "?") mode")
+        }
+        try database.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON")
+        try Migrations.apply(to: database)
+        self.path = path
+        self.kek = kek
+        connection = database
+    }
+
+    /// Runs `body` with the connection, one caller at a time.
+    @discardableResult
+    func with<T: Sendable>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        try lock.withLock { _ throws(StoreError) in try body(connection) }
+    }
+
+    /// The schema version the database is at.
+    public func schemaVersion() throws(StoreError) -> Int {
+        try with { database throws(StoreError) in
+            Int(try database.query("PRAGMA user_version").first?.first?.integer ?? 0)
+        }
+    }
+
+    /// Runs SQLite's own consistency check; "ok" when the database is sound.
+    public func integrityCheck() throws(StoreError) -> String {
+        try with { database throws(StoreError) in
+            try database.query("PRAGMA integrity_check").map { $0.first?.text ?? "" }.joined(separator: "; ")
+        }
+    }
+}
+
+// MARK: - Assets and keys
+
+extension Store {
+    /// Stores `asset` (replacing one with the same ID) and `keys`, wrapped, in one transaction.
+    public func saveAsset(_ asset: AssetRecord, keys: [ContentKeyRecord] = []) throws(StoreError) {
+        let wrapped = try keys.map { key throws(StoreError) in (key, try kek.wrap(key.key, kid: key.kid)) }
+        try with { database throws(StoreError) in
+            try database.transaction { () throws(StoreError) in
+                try database.query(
+                    """
+                    INSERT INTO assets (id, directory, deny_keys_while_capturing, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET directory = excluded.directory,
+                        deny_keys_while_capturing = excluded.deny_keys_while_capturing, updated_at = excluded.updated_at
+                    """,
+                    [
+                        .text(asset.id), .text(asset.directory), .integer(asset.denyKeysWhileCapturing ? 1 : 0),
+                        .real(asset.createdAt.timeIntervalSince1970), .real(asset.updatedAt.timeIntervalSince1970),
+                    ])
+                for (key, box) in wrapped { try insertKey(key, box: box, in: database) }
+            }
+        }
+    }
+
+    /// Stores one content key, wrapped under the KEK.
+    public func saveKey(_ key: ContentKeyRecord) throws(StoreError) {
+        let box = try kek.wrap(key.key, kid: key.kid)
+        try with { database throws(StoreError) in try insertKey(key, box: box, in: database) }
+    }
+
+    private func insertKey(_ key: ContentKeyRecord, box: [UInt8], in database: SQLiteConnection) throws(StoreError) {
+        try database.query(
+            "INSERT OR REPLACE INTO content_keys (kid, asset_id, wrapped, uri, created_at) VALUES (?, ?, ?, ?, ?)",
+            [
+                .text(key.kid), .text(key.assetID), .blob(box), key.uri.map { .text($0) } ?? .null,
+                .real(Date().timeIntervalSince1970),
+            ])
+    }
+
+    /// Changes an asset's key policy; false when there is no such asset.
+    public func setPolicy(asset id: String, denyKeysWhileCapturing: Bool, at date: Date) throws(StoreError) -> Bool {
+        try with { database throws(StoreError) in
+            try database.query(
+                "UPDATE assets SET deny_keys_while_capturing = ?, updated_at = ? WHERE id = ?",
+                [.integer(denyKeysWhileCapturing ? 1 : 0), .real(date.timeIntervalSince1970), .text(id)])
+            return database.changes > 0
+        }
+    }
+
+    /// The asset with `id`, or nil.
+    public func asset(_ id: String) throws(StoreError) -> AssetRecord? {
+        try with { database throws(StoreError) in
+            try database.query("\(Self.assetColumns) WHERE id = ?", [.text(id)]).first.map(Self.asset(from:))
+        }
+    }
+
+    /// Every asset, ordered by ID.
+    public func assets() throws(StoreError) -> [AssetRecord] {
+        try with { database throws(StoreError) in
+            try database.query("\(Self.assetColumns) ORDER BY id").map(Self.asset(from:))
+        }
+    }
+
+    /// Every content key, unwrapped; a key that does not open under this KEK is an error.
+    public func keys() throws(StoreError) -> [ContentKeyRecord] {
+        let rows = try with { database throws(StoreError) in
+            try database.query("SELECT kid, asset_id, wrapped, uri FROM content_keys ORDER BY kid").map {
+                KeyRow(kid: $0[0].text ?? "", assetID: $0[1].text ?? "", wrapped: $0[2].blob ?? [], uri: $0[3].text)
+            }
+        }
+        return try rows.map { row throws(StoreError) in
+            ContentKeyRecord(
+                kid: row.kid, assetID: row.assetID, key: try kek.unwrap(row.wrapped, kid: row.kid), uri: row.uri)
+        }
+    }
+
+    private struct KeyRow: Sendable {
+        let kid: String
+        let assetID: String
+        let wrapped: [UInt8]
+        let uri: String?
+    }
+
+    static let assetColumns = "SELECT id, directory, deny_keys_while_capturing, created_at, updated_at FROM assets"
+
+    static func asset(from row: [SQLValue]) -> AssetRecord {
+        AssetRecord(
+            id: row[0].text ?? "", directory: row[1].text ?? "", denyKeysWhileCapturing: row[2].integer == 1,
+            createdAt: date(row[3]), updatedAt: date(row[4]))
+    }
+}
+
+// MARK: - Sessions
+
+extension Store {
+    /// Stores a new session.
+    public func insertSession(_ session: SessionRecord) throws(StoreError) {
+        try with { database throws(StoreError) in
+            try database.query(
+                "INSERT INTO sessions (id, asset_id, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?)",
+                [
+                    .text(session.id), .text(session.assetID), .real(session.createdAt.timeIntervalSince1970),
+                    .real(session.expiresAt.timeIntervalSince1970), optionalDate(session.revokedAt),
+                ])
+        }
+    }
+
+    /// Marks a session revoked; false when there is no such session or it was already revoked.
+    public func revokeSession(_ id: String, at date: Date) throws(StoreError) -> Bool {
+        try with { database throws(StoreError) in
+            try database.query(
+                "UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                [.real(date.timeIntervalSince1970), .text(id)])
+            return database.changes > 0
+        }
+    }
+
+    /// Sessions that have not expired by `date`, revoked ones included.
+    public func sessions(unexpiredAt date: Date) throws(StoreError) -> [SessionRecord] {
+        try with { database throws(StoreError) in
+            try database.query(
+                "SELECT id, asset_id, created_at, expires_at, revoked_at FROM sessions WHERE expires_at > ?",
+                [.real(date.timeIntervalSince1970)]
+            ).map { row in
+                SessionRecord(
+                    id: row[0].text ?? "", assetID: row[1].text ?? "", createdAt: Self.date(row[2]),
+                    expiresAt: Self.date(row[3]), revokedAt: row[4] == .null ? nil : Self.date(row[4]))
+            }
+        }
+    }
+
+    /// Deletes sessions that expired before `date`; returns how many.
+    public func deleteSessions(expiredBefore date: Date) throws(StoreError) -> Int {
+        try with { database throws(StoreError) in
+            try database.query("DELETE FROM sessions WHERE expires_at <= ?", [.real(date.timeIntervalSince1970)])
+            return database.changes
+        }
+    }
+}
+
+// MARK: - API tokens
+
+extension Store {
+    /// Stores a new API token.
+    public func insertToken(_ token: APITokenRecord) throws(StoreError) {
+        try with { database throws(StoreError) in
+            try database.query(
+                "INSERT INTO api_tokens (id, secret_hash, scopes, name, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    .text(token.id), .blob(token.secretHash), .text(token.scopes.joined(separator: ",")),
+                    .text(token.name), .real(token.createdAt.timeIntervalSince1970), optionalDate(token.revokedAt),
+                ])
+        }
+    }
+
+    /// The token with `id`, or nil.
+    public func token(_ id: String) throws(StoreError) -> APITokenRecord? {
+        try with { database throws(StoreError) in
+            try database.query("\(Self.tokenColumns) WHERE id = ?", [.text(id)]).first.map(Self.token(from:))
+        }
+    }
+
+    /// Every token, oldest first.
+    public func tokens() throws(StoreError) -> [APITokenRecord] {
+        try with { database throws(StoreError) in
+            try database.query("\(Self.tokenColumns) ORDER BY created_at, id").map(Self.token(from:))
+        }
+    }
+
+    /// Marks a token revoked; false when there is no such live token.
+    public func revokeToken(_ id: String, at date: Date) throws(StoreError) -> Bool {
+        try with { database throws(StoreError) in
+            try database.query(
+                "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                [.real(date.timeIntervalSince1970), .text(id)])
+            return database.changes > 0
+        }
+    }
+
+    static let tokenColumns = "SELECT id, secret_hash, scopes, name, created_at, revoked_at FROM api_tokens"
+
+    static func token(from row: [SQLValue]) -> APITokenRecord {
+        APITokenRecord(
+            id: row[0].text ?? "", secretHash: row[1].blob ?? [],
+            scopes: (row[2].text ?? "").split(separator: ",").map(String.init), name: row[3].text ?? "",
+            createdAt: date(row[4]), revokedAt: row[5] == .null ? nil : date(row[5]))
+    }
+}
+
+// MARK: - Audit
+
+extension Store {
+    /// Appends audit records in one transaction.
+    public func appendAudit(_ records: [AuditRecord]) throws(StoreError) {
+        guard !records.isEmpty else { return }
+        try with { database throws(StoreError) in
+            try database.transaction { () throws(StoreError) in
+                for record in records {
+                    try database.query(
+                        """
+                        INSERT INTO audit (at, action, outcome, reason, asset_id, kid, session_id, remote)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                        [
+                            .real(record.at.timeIntervalSince1970), .text(record.action), .text(record.outcome),
+                            optionalText(record.reason), optionalText(record.assetID), optionalText(record.kid),
+                            optionalText(record.sessionID), optionalText(record.remote),
+                        ])
+                }
+            }
+        }
+    }
+
+    /// The newest `limit` audit records, newest first.
+    public func recentAudit(limit: Int) throws(StoreError) -> [AuditRecord] {
+        try with { database throws(StoreError) in
+            try database.query(
+                "SELECT at, action, outcome, reason, asset_id, kid, session_id, remote FROM audit ORDER BY seq DESC LIMIT ?",
+                [.integer(Int64(limit))]
+            ).map { row in
+                AuditRecord(
+                    at: Self.date(row[0]), action: row[1].text ?? "", outcome: row[2].text ?? "", reason: row[3].text,
+                    assetID: row[4].text, kid: row[5].text, sessionID: row[6].text, remote: row[7].text)
+            }
+        }
+    }
+
+    /// How many audit records there are.
+    public func auditCount() throws(StoreError) -> Int {
+        try with { database throws(StoreError) in
+            Int(try database.query("SELECT count(*) FROM audit").first?.first?.integer ?? 0)
+        }
+    }
+}
+
+// MARK: - Helpers
+
+extension Store {
+    static func date(_ value: SQLValue) -> Date { Date(timeIntervalSince1970: value.real ?? 0) }
+}
+
+func optionalDate(_ date: Date?) -> SQLValue { date.map { .real($0.timeIntervalSince1970) } ?? .null }
+func optionalText(_ text: String?) -> SQLValue { text.map { .text($0) } ?? .null }

@@ -1,0 +1,204 @@
+public import Foundation
+
+/// A packaged asset the gateway serves: its directory and its key policy.
+public struct AssetRecord: Sendable, Equatable {
+    /// The asset ID, `[A-Za-z0-9_-]{1,64}`.
+    public var id: String
+    /// The absolute directory holding its playlists and segments.
+    public var directory: String
+    /// When true, keys are refused to sessions whose capture state is `capturing` or `unknown`.
+    public var denyKeysWhileCapturing: Bool
+    /// When the asset was first stored.
+    public var createdAt: Date
+    /// When the asset last changed.
+    public var updatedAt: Date
+
+    /// An asset record.
+    public init(id: String, directory: String, denyKeysWhileCapturing: Bool, createdAt: Date, updatedAt: Date) {
+        self.id = id
+        self.directory = directory
+        self.denyKeysWhileCapturing = denyKeysWhileCapturing
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// A content key, unwrapped: only the store ever sees its wrapped form.
+public struct ContentKeyRecord: Sendable, Equatable {
+    /// The key ID: 32 lower-case hex digits.
+    public var kid: String
+    /// The asset the key encrypts.
+    public var assetID: String
+    /// The 16-byte AES-128 key.
+    public var key: [UInt8]
+    /// The key URI the asset's playlists use for it, when it is not derived from the key ID.
+    public var uri: String?
+
+    /// A content key record.
+    public init(kid: String, assetID: String, key: [UInt8], uri: String? = nil) {
+        self.kid = kid
+        self.assetID = assetID
+        self.key = key
+        self.uri = uri
+    }
+}
+
+/// A playback session.
+public struct SessionRecord: Sendable, Equatable {
+    /// The session ID.
+    public var id: String
+    /// The asset it may play.
+    public var assetID: String
+    /// When it was created.
+    public var createdAt: Date
+    /// When its token stops working.
+    public var expiresAt: Date
+    /// When it was revoked, if it was.
+    public var revokedAt: Date?
+
+    /// A session record.
+    public init(id: String, assetID: String, createdAt: Date, expiresAt: Date, revokedAt: Date? = nil) {
+        self.id = id
+        self.assetID = assetID
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// An API token; the store keeps only a hash of its secret.
+public struct APITokenRecord: Sendable, Equatable {
+    /// The public part of the token, used to find it.
+    public var id: String
+    /// SHA-256 of the secret part.
+    public var secretHash: [UInt8]
+    /// The scopes it grants.
+    public var scopes: [String]
+    /// A name for people.
+    public var name: String
+    /// When it was created.
+    public var createdAt: Date
+    /// When it was revoked, if it was.
+    public var revokedAt: Date?
+
+    /// An API token record.
+    public init(
+        id: String, secretHash: [UInt8], scopes: [String], name: String, createdAt: Date, revokedAt: Date? = nil
+    ) {
+        self.id = id
+        self.secretHash = secretHash
+        self.scopes = scopes
+        self.name = name
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// Where a packaging job stands.
+public enum JobState: String, Sendable, CaseIterable {
+    /// Waiting for a worker.
+    case queued
+    /// A worker is packaging it.
+    case running
+    /// The asset is packaged and served.
+    case succeeded
+    /// It failed; `error` says why.
+    case failed
+    /// It was cancelled before it finished.
+    case cancelled
+
+    /// True for states a job never leaves.
+    public var isFinal: Bool { self == .succeeded || self == .failed || self == .cancelled }
+}
+
+/// A packaging job.
+public struct JobRecord: Sendable, Equatable {
+    /// The job ID.
+    public var id: String
+    /// Its position in creation order, for cursors.
+    public var seq: Int64
+    /// The client's `Idempotency-Key`, if it sent one.
+    public var idempotencyKey: String?
+    /// A digest of the request, to tell a retry from a different request under the same key.
+    public var fingerprint: String
+    /// The input file, relative to the gateway's input root.
+    public var input: String
+    /// The asset it produces.
+    public var assetID: String
+    /// The key policy the produced asset gets.
+    public var denyKeysWhileCapturing: Bool
+    /// The content key made for it.
+    public var kid: String?
+    /// Where it stands.
+    public var state: JobState
+    /// From 0 to 1.
+    public var progress: Double
+    /// How many times a worker has started it.
+    public var attempts: Int
+    /// Why it failed.
+    public var error: String?
+    /// The directory it produced.
+    public var output: String?
+    /// When it was created.
+    public var createdAt: Date
+    /// When it last changed.
+    public var updatedAt: Date
+
+    /// A job record; `seq` is assigned by the store.
+    public init(
+        id: String, seq: Int64 = 0, idempotencyKey: String?, fingerprint: String, input: String, assetID: String,
+        denyKeysWhileCapturing: Bool, kid: String?, state: JobState = .queued, progress: Double = 0, attempts: Int = 0,
+        error: String? = nil, output: String? = nil, createdAt: Date, updatedAt: Date
+    ) {
+        self.id = id
+        self.seq = seq
+        self.idempotencyKey = idempotencyKey
+        self.fingerprint = fingerprint
+        self.input = input
+        self.assetID = assetID
+        self.denyKeysWhileCapturing = denyKeysWhileCapturing
+        self.kid = kid
+        self.state = state
+        self.progress = progress
+        self.attempts = attempts
+        self.error = error
+        self.output = output
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// One audited decision: a key granted or refused, a session created or revoked.
+public struct AuditRecord: Sendable, Equatable {
+    /// When.
+    public var at: Date
+    /// What was asked, such as `key`.
+    public var action: String
+    /// `granted` or `refused`.
+    public var outcome: String
+    /// Why it was refused, such as `token-expired`.
+    public var reason: String?
+    /// The asset concerned.
+    public var assetID: String?
+    /// The key ID concerned.
+    public var kid: String?
+    /// The session concerned.
+    public var sessionID: String?
+    /// The client's address.
+    public var remote: String?
+
+    /// An audit record.
+    public init(
+        at: Date, action: String, outcome: String, reason: String? = nil, assetID: String? = nil, kid: String? = nil,
+        sessionID: String? = nil, remote: String? = nil
+    ) {
+        self.at = at
+        self.action = action
+        self.outcome = outcome
+        self.reason = reason
+        self.assetID = assetID
+        self.kid = kid
+        self.sessionID = sessionID
+        self.remote = remote
+    }
+}

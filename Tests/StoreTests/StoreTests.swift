@@ -1,0 +1,229 @@
+import Crypto
+import Foundation
+import Testing
+
+@testable import Store
+
+/// A fresh store in a temporary directory, removed when released.
+final class TemporaryStore {
+    let directory: String
+    let kek: KeyEncryptionKey
+    let store: Store
+
+    init(kek: KeyEncryptionKey? = nil) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)").path
+        self.kek = try kek ?? KeyEncryptionKey(bytes: SecureRandom.bytes(32))
+        store = try Store(directory: directory, kek: self.kek)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+}
+
+let epoch = Date(timeIntervalSince1970: 1_700_000_000)
+
+func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord {
+    JobRecord(
+        id: id, idempotencyKey: key, fingerprint: "f-\(id)", input: "media/clip.mp4", assetID: asset,
+        denyKeysWhileCapturing: false, kid: nil, createdAt: epoch, updatedAt: epoch)
+}
+
+@Suite struct StoreTests {
+    @Test func opensInWALModeAtTheNewestSchemaAndReopens() throws {
+        let temporary = try TemporaryStore()
+        #expect(try temporary.store.schemaVersion() == Migrations.all.count)
+        let mode = try temporary.store.with { (database: SQLiteConnection) throws(StoreError) in
+            try database.query("PRAGMA journal_mode").first?.first?.text
+        }
+        #expect(mode == "wal")
+        try temporary.store.insertSession(
+            SessionRecord(id: "s1", assetID: "clip", createdAt: epoch, expiresAt: epoch + 60))
+        let reopened = try Store(directory: temporary.directory, kek: temporary.kek)
+        #expect(try reopened.sessions(unexpiredAt: epoch).map(\.id) == ["s1"])
+        #expect(try reopened.integrityCheck() == "ok")
+    }
+
+    @Test func refusesADatabaseFromANewerBuild() throws {
+        let temporary = try TemporaryStore()
+        try temporary.store.with { (database: SQLiteConnection) throws(StoreError) in
+            try database.execute("PRAGMA user_version = 99")
+        }
+        #expect {
+            _ = try Store(directory: temporary.directory, kek: temporary.kek)
+        } throws: { error in
+            "\(error)".contains("schema version 99, newer than this build knows")
+        }
+    }
+
+    @Test func wrapsContentKeysUnderTheKEKAndBindsThemToTheirKID() throws {
+        let temporary = try TemporaryStore()
+        let key = try SecureRandom.bytes(16)
+        try temporary.store.saveAsset(
+            AssetRecord(
+                id: "clip", directory: "/srv/clip", denyKeysWhileCapturing: true, createdAt: epoch, updatedAt: epoch),
+            keys: [ContentKeyRecord(kid: "00112233445566778899aabbccddeeff", assetID: "clip", key: key, uri: "key.bin")]
+        )
+        #expect(
+            try temporary.store.keys() == [
+                ContentKeyRecord(kid: "00112233445566778899aabbccddeeff", assetID: "clip", key: key, uri: "key.bin")
+            ])
+        #expect(try temporary.store.asset("clip")?.denyKeysWhileCapturing == true)
+
+        let stored = try temporary.store.with { (database: SQLiteConnection) throws(StoreError) in
+            try database.query("SELECT wrapped FROM content_keys").first?.first?.blob
+        }
+        let wrapped = try #require(stored)
+        #expect(wrapped.count == AESGCM.nonceSize + 16 + AESGCM.tagSize)
+        #expect(!wrapped.indices.dropLast(15).contains { Array(wrapped[$0..<$0 + 16]) == key })
+
+        // Moving the wrapped key to another kid breaks it.
+        try temporary.store.with { (database: SQLiteConnection) throws(StoreError) in
+            try database.execute("UPDATE content_keys SET kid = 'ffeeddccbbaa99887766554433221100'")
+        }
+        #expect { try temporary.store.keys() } throws: { "\($0)".contains("does not open") }
+
+        // A different KEK cannot open it either.
+        try temporary.store.saveKey(ContentKeyRecord(kid: "0123", assetID: "clip", key: key))
+        let other = try Store(directory: temporary.directory, kek: KeyEncryptionKey(bytes: SecureRandom.bytes(32)))
+        #expect { try other.keys() } throws: { "\($0)".contains("wrong key-encryption key") }
+    }
+
+    @Test func prefixesSQLiteErrorsWithTheOperationAndSQLiteText() throws {
+        let temporary = try TemporaryStore()
+        let session = SessionRecord(id: "dup", assetID: "clip", createdAt: epoch, expiresAt: epoch + 60)
+        try temporary.store.insertSession(session)
+        #expect {
+            try temporary.store.insertSession(session)
+        } throws: { error in
+            let text = "\(error)"
+            return text.hasPrefix("sqlite3_step(INSERT INTO sessions") && text.contains("UNIQUE constraint failed")
+        }
+    }
+
+    @Test func revokesSessionsOnceAndForgetsExpiredOnes() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.insertSession(SessionRecord(id: "a", assetID: "clip", createdAt: epoch, expiresAt: epoch + 60))
+        try store.insertSession(SessionRecord(id: "b", assetID: "clip", createdAt: epoch, expiresAt: epoch + 10))
+        #expect(try store.revokeSession("a", at: epoch + 1))
+        #expect(try !store.revokeSession("a", at: epoch + 2))
+        #expect(try !store.revokeSession("missing", at: epoch + 2))
+        #expect(try store.sessions(unexpiredAt: epoch + 5).map(\.id).sorted() == ["a", "b"])
+        #expect(try store.sessions(unexpiredAt: epoch + 5).first { $0.id == "a" }?.revokedAt == epoch + 1)
+        #expect(try store.deleteSessions(expiredBefore: epoch + 20) == 1)
+        #expect(try store.sessions(unexpiredAt: epoch).map(\.id) == ["a"])
+    }
+
+    @Test func storesTokensHashedAndRevokesThem() throws {
+        let temporary = try TemporaryStore()
+        let record = APITokenRecord(
+            id: "abc", secretHash: Digest.sha256(Array("secret".utf8)), scopes: ["control", "package"], name: "ci",
+            createdAt: epoch)
+        try temporary.store.insertToken(record)
+        #expect(try temporary.store.token("abc") == record)
+        #expect(try temporary.store.revokeToken("abc", at: epoch + 1))
+        #expect(try temporary.store.token("abc")?.revokedAt == epoch + 1)
+        #expect(try temporary.store.tokens().count == 1)
+    }
+
+    @Test func returnsTheSameJobForARepeatedIdempotencyKey() throws {
+        let temporary = try TemporaryStore()
+        guard case .created(let first) = try temporary.store.insertJob(job("j1", key: "k")) else {
+            Issue.record("first insert did not create")
+            return
+        }
+        #expect(try temporary.store.insertJob(job("j2", key: "k")) == .existing(first))
+        #expect(try temporary.store.job("j2") == nil)
+        guard case .created = try temporary.store.insertJob(job("j3")) else {
+            Issue.record("a job without a key did not create")
+            return
+        }
+    }
+
+    @Test func claimsJobsInOrderAndNeverOverwritesAFinalState() throws {
+        let store = try TemporaryStore().store
+        _ = try store.insertJob(job("j1"))
+        _ = try store.insertJob(job("j2"))
+        let claimed = try #require(try store.claimNextJob(at: epoch + 1))
+        #expect(claimed.id == "j1" && claimed.state == .running && claimed.attempts == 1)
+        try store.setJobProgress("j1", progress: 0.5, at: epoch + 2)
+        #expect(try store.job("j1")?.progress == 0.5)
+        #expect(try store.finishJob("j1", state: .cancelled, at: epoch + 3))
+        #expect(try !store.finishJob("j1", state: .succeeded, output: "/x", at: epoch + 4))
+        #expect(try store.job("j1")?.state == .cancelled)
+        #expect(try store.claimNextJob(at: epoch + 5)?.id == "j2")
+        #expect(try store.claimNextJob(at: epoch + 6) == nil)
+    }
+
+    @Test func requeuesInterruptedJobsUntilTheirAttemptsRunOut() throws {
+        let store = try TemporaryStore().store
+        _ = try store.insertJob(job("j1"))
+        _ = try store.claimNextJob(at: epoch)
+        #expect(try store.recoverInterruptedJobs(maxAttempts: 2, at: epoch + 1).map(\.state) == [.queued])
+        _ = try store.claimNextJob(at: epoch + 2)
+        let failed = try store.recoverInterruptedJobs(maxAttempts: 2, at: epoch + 3)
+        #expect(failed.map(\.state) == [.failed])
+        #expect(failed.first?.error == "interrupted by a restart after 2 attempts")
+        #expect(try store.jobs(in: .running).isEmpty)
+    }
+
+    @Test func pagesJobsNewestFirst() throws {
+        let store = try TemporaryStore().store
+        for index in 1...5 { _ = try store.insertJob(job("j\(index)")) }
+        let first = try store.jobs(before: nil, limit: 2)
+        #expect(first.map(\.id) == ["j5", "j4"])
+        let second = try store.jobs(before: first.last?.seq, limit: 2)
+        #expect(second.map(\.id) == ["j3", "j2"])
+        #expect(try store.jobs(before: second.last?.seq, limit: 2).map(\.id) == ["j1"])
+    }
+
+    @Test func appendsAuditRecordsInBatches() throws {
+        let store = try TemporaryStore().store
+        let records = (0..<250).map { (index: Int) -> AuditRecord in
+            let granted = index % 2 == 0
+            return AuditRecord(
+                at: epoch.addingTimeInterval(Double(index)), action: "key", outcome: granted ? "granted" : "refused",
+                reason: granted ? nil : "token-expired", assetID: "clip", kid: "k", sessionID: "s", remote: "127.0.0.1")
+        }
+        try store.appendAudit(records)
+        #expect(try store.auditCount() == 250)
+        #expect(try store.recentAudit(limit: 1) == [records[249]])
+    }
+}
+
+@Suite struct KeyEncryptionKeyTests {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kek-\(UUID().uuidString)").path
+
+    init() throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    @Test func createsAPrivateFileOnFirstUseAndReadsItBack() throws {
+        let path = directory + "/kek"
+        let first = try KeyEncryptionKey.load(environmentValue: nil, file: path)
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        let second = try KeyEncryptionKey.load(environmentValue: nil, file: path)
+        #expect(first.bytes == second.bytes)
+        try FileManager.default.removeItem(atPath: directory)
+    }
+
+    @Test func refusesAFileOthersCanRead() throws {
+        let path = directory + "/kek"
+        _ = try KeyEncryptionKey.load(environmentValue: nil, file: path)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+        #expect {
+            _ = try KeyEncryptionKey.load(environmentValue: nil, file: path)
+        } throws: { "\($0)".contains("readable by others (mode 644)") }
+        try FileManager.default.removeItem(atPath: directory)
+    }
+
+    @Test func prefersTheEnvironmentAndChecksIt() throws {
+        let hex = String(repeating: "ab", count: 32)
+        #expect(try KeyEncryptionKey.load(environmentValue: hex, file: directory + "/none").bytes == [UInt8](hex: hex))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/none"))
+        #expect {
+            _ = try KeyEncryptionKey.load(environmentValue: "abcd", file: directory + "/none")
+        } throws: { "\($0)".contains("GUARDPLAY_KEK") && "\($0)".contains("64 hexadecimal digits") }
+        try FileManager.default.removeItem(atPath: directory)
+    }
+}
