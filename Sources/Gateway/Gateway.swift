@@ -1,2 +1,393 @@
-/// Gateway: see docs/ARCHITECTURE.md.
-public enum GatewayModule {}
+import Crypto
+public import Foundation
+public import Store
+import Synchronization
+
+/// An asset as the API shows it.
+public struct AssetSummary: Sendable, Equatable {
+    /// The asset ID.
+    public let id: String
+    /// The key policy.
+    public let denyKeysWhileCapturing: Bool
+    /// The master playlist's path inside the asset, when it has one.
+    public let master: String?
+    /// How many files it serves.
+    public let fileCount: Int
+    /// Its key IDs.
+    public let kids: [String]
+    /// When it was first stored.
+    public let createdAt: Date
+    /// When it last changed.
+    public let updatedAt: Date
+}
+
+/// A key to import with an asset.
+public struct ImportedKey: Sendable, Equatable {
+    /// 32 hex digits.
+    public let kid: String
+    /// The 16-byte key.
+    public let key: [UInt8]
+    /// The URI the asset's playlists use for this key, when it does not name the key ID.
+    public let uri: String?
+
+    /// A key to import.
+    public init(kid: String, key: [UInt8], uri: String?) {
+        self.kid = kid
+        self.key = key
+        self.uri = uri
+    }
+}
+
+/// The gateway's core: sessions and their tokens, key delivery with its audit trail, the asset
+/// catalog, capture state and session events, packaging jobs and metrics. No sockets: the control
+/// API drives it, and tests drive it directly.
+///
+/// Lifecycle: `init` loads assets, keys and sessions from the store; `start` starts its threads (the
+/// audit writer, the lease sweeper, the packaging workers); `stop` stops them, requeueing any job in
+/// progress and writing every queued audit record.
+public final class Gateway: Sendable {
+    /// How the gateway was configured.
+    public let configuration: GatewayConfiguration
+    /// The durable store.
+    public let store: Store
+    /// Prometheus metrics.
+    public let metrics = Metrics()
+    /// Session events for event streams.
+    public let events = SessionEventHub()
+    /// Packaging jobs.
+    public let jobs: PackagingJobs
+    /// Playback sessions.
+    public let sessions: SessionRegistry
+
+    let catalog = AssetCatalog()
+    let audit: AuditLog
+    let signer: SessionTokenSigner
+    let clock: any GatewayClock
+    let log: @Sendable (String) -> Void
+    private let sweeper = PeriodicThread(name: "lease-sweeper", interval: 0.1)
+    private let lastPrune = Mutex(Date.distantPast)
+
+    /// A gateway over `store`, with session tokens signed by a key derived from `kek`; `engine` is
+    /// the packager (nil in builds without one).
+    public init(
+        configuration: GatewayConfiguration, store: Store, kek: KeyEncryptionKey, engine: (any PackagingEngine)?,
+        clock: any GatewayClock = SystemClock(), log: @escaping @Sendable (String) -> Void
+    ) throws(StoreError) {
+        self.configuration = configuration
+        self.store = store
+        self.clock = clock
+        self.log = log
+        signer = SessionTokenSigner(key: kek.derivedKey(for: "guardplay/session-token/v1"))
+        audit = AuditLog(
+            store: store, capacity: configuration.auditCapacity, interval: configuration.auditInterval, log: log)
+        sessions = SessionRegistry(
+            store: store, hub: events, clock: clock, leaseDuration: configuration.captureLease, log: log)
+        let catalog = self.catalog
+        jobs = PackagingJobs(
+            store: store, catalog: catalog, engine: engine, configuration: configuration, clock: clock, log: log,
+            onAssetReady: { asset in
+                do {
+                    let keys = try store.keys().filter { $0.assetID == asset.id }
+                    try catalog.install(asset, keys: keys)
+                } catch { log("catalog: \(asset.id): \(error)") }
+            })
+        try loadCatalog()
+        try sessions.load()
+        declareMetrics()
+    }
+
+    private func loadCatalog() throws(StoreError) {
+        let keys = try store.keys()
+        for key in keys { catalog.addKey(key) }
+        for asset in try store.assets() {
+            do { try catalog.install(asset, keys: keys.filter { $0.assetID == asset.id }) } catch {
+                log("catalog: asset \(asset.id) is not served: \(error.detail)")
+            }
+        }
+    }
+
+    /// Starts the gateway's threads.
+    public func start() throws(StoreError) {
+        audit.start()
+        try jobs.start()
+        sweeper.start { [self] in
+            sessions.sweep()
+            let now = clock.now()
+            let due = lastPrune.withLock { last in
+                guard now.timeIntervalSince(last) > 3600 else { return false }
+                last = now
+                return true
+            }
+            if due { _ = try? store.deleteSessions(expiredBefore: now.addingTimeInterval(-86400)) }
+        }
+    }
+
+    /// Stops the gateway's threads; jobs in progress go back to the queue and the audit log is flushed.
+    public func stop() {
+        jobs.stop()
+        sweeper.stop()
+        audit.stop()
+    }
+
+    /// Writes queued audit records now.
+    public func flushAudit() { audit.flush() }
+
+    /// Lets lapsed capture leases turn their sessions `unknown` now (the sweeper does this ten times
+    /// a second; tests with a hand-moved clock call it directly).
+    public func sweepLeases() { sessions.sweep() }
+
+    // MARK: Sessions
+
+    /// Creates a session for `asset` lasting `ttl` seconds (the configured default when nil) and
+    /// returns it with its signed token.
+    public func createSession(asset: String, ttl: TimeInterval?, remote: String = "") throws(GatewayError) -> (
+        session: SessionRecord, token: String
+    ) {
+        guard catalog.asset(asset) != nil else {
+            throw GatewayError(.notFound, code: "asset-not-found", detail: "No asset '\(asset)' is served here.")
+        }
+        let lifetime = ttl ?? configuration.sessionTTL
+        guard lifetime >= 60, lifetime <= configuration.maxSessionTTL else {
+            throw GatewayError(
+                .invalid, code: "invalid-ttl",
+                detail: "ttlSeconds must be between 60 and \(Int(configuration.maxSessionTTL)).")
+        }
+        let session = try sessions.create(asset: asset, ttl: lifetime)
+        metrics.increment("guardplay_sessions_created_total")
+        _ = audit.record(
+            AuditRecord(
+                at: session.createdAt, action: "session-create", outcome: "granted", assetID: asset,
+                sessionID: session.id, remote: remote))
+        return (session, signer.issue(session: session.id, asset: asset, expiresAt: session.expiresAt))
+    }
+
+    /// Revokes a session: its token stops working for keys and playlists, and its event streams end.
+    public func revokeSession(_ id: String, remote: String = "") throws(GatewayError) {
+        guard let session = sessions.session(id) else {
+            throw GatewayError(.notFound, code: "session-not-found", detail: "No session '\(id)'.")
+        }
+        guard try sessions.revoke(id) else {
+            throw GatewayError(.conflict, code: "session-revoked", detail: "The session was already revoked.")
+        }
+        metrics.increment("guardplay_sessions_revoked_total")
+        _ = audit.record(
+            AuditRecord(
+                at: clock.now(), action: "session-revoke", outcome: "granted", assetID: session.record.assetID,
+                sessionID: id, remote: remote))
+    }
+
+    /// Applies a client's capture report to its session.
+    public func reportCapture(
+        session id: String, capturing: Bool, seq: UInt64, observedAt: Date
+    ) throws(GatewayError) -> (outcome: CaptureReportOutcome, session: SessionSnapshot) {
+        guard let current = sessions.session(id) else {
+            throw GatewayError(.notFound, code: "session-not-found", detail: "No session '\(id)'.")
+        }
+        guard current.record.revokedAt == nil else {
+            throw GatewayError(.conflict, code: "session-revoked", detail: "The session was revoked.")
+        }
+        guard let result = sessions.reportCapture(session: id, capturing: capturing, seq: seq, observedAt: observedAt)
+        else { throw GatewayError(.notFound, code: "session-not-found", detail: "No session '\(id)'.") }
+        if case .outOfOrder = result.0 {
+            metrics.increment("guardplay_capture_reports_total", ["result": "out-of-order"])
+        } else {
+            metrics.increment("guardplay_capture_reports_total", ["result": "applied"])
+        }
+        return result
+    }
+
+    /// Sends `command` to the session's event subscribers.
+    public func send(_ command: SessionCommand, to id: String) throws(GatewayError) {
+        guard let session = sessions.session(id) else {
+            throw GatewayError(.notFound, code: "session-not-found", detail: "No session '\(id)'.")
+        }
+        guard session.record.revokedAt == nil else {
+            throw GatewayError(.conflict, code: "session-revoked", detail: "The session was revoked.")
+        }
+        events.publish(session: id, .command(command, at: clock.now()))
+    }
+
+    /// True when `token` is a valid, unrevoked session token for session `id` (so a client may report
+    /// or listen with the token it plays with).
+    public func sessionToken(_ token: String?, authorizes id: String) -> Bool {
+        guard case .success(let claims) = signer.verify(token, now: clock.now()), claims.sessionID == id,
+            let session = sessions.session(id), session.record.revokedAt == nil
+        else { return false }
+        return true
+    }
+
+    // MARK: Keys and playlists
+
+    /// The key `kid` for the holder of `token`, or the reason it is refused. Every outcome is audited.
+    public func deliverKey(kid: String, token: String?, remote: String) -> Result<[UInt8], AccessRefusal> {
+        let now = clock.now()
+        var sessionID: String?
+        var assetID: String?
+        let decision: Result<[UInt8], AccessRefusal> = {
+            let claims: SessionClaims
+            switch signer.verify(token, now: now) {
+            case .failure(let refusal): return .failure(refusal)
+            case .success(let verified): claims = verified
+            }
+            sessionID = claims.sessionID
+            guard let (key, denyWhileCapturing) = catalog.keyAndPolicy(kid) else { return .failure(.keyUnknown) }
+            assetID = key.assetID
+            guard key.assetID == claims.assetID else { return .failure(.wrongAsset) }
+            guard let session = sessions.session(claims.sessionID) else { return .failure(.sessionUnknown) }
+            guard session.record.revokedAt == nil else { return .failure(.sessionRevoked) }
+            if denyWhileCapturing {
+                switch session.capture.state {
+                case .capturing: return .failure(.captureActive)
+                case .unknown: return .failure(.captureUnknown)
+                case .clear: break
+                }
+            }
+            return .success(key.key)
+        }()
+        let outcome: String
+        var reason: String?
+        switch decision {
+        case .success:
+            outcome = "granted"
+        case .failure(let refusal):
+            outcome = "refused"
+            reason = refusal.rawValue
+        }
+        let audited = audit.record(
+            AuditRecord(
+                at: now, action: "key", outcome: outcome, reason: reason, assetID: assetID, kid: kid,
+                sessionID: sessionID, remote: remote))
+        guard audited else {
+            metrics.increment("guardplay_key_requests_total", ["outcome": AccessRefusal.auditBacklog.rawValue])
+            return .failure(.auditBacklog)
+        }
+        metrics.increment("guardplay_key_requests_total", ["outcome": reason ?? "granted"])
+        return decision
+    }
+
+    /// The playlist `name` of `asset`, rewritten for the holder of `token`; nil when there is no such
+    /// playlist.
+    public func playlist(asset id: String, name: String, token: String?) -> Result<String, AccessRefusal>? {
+        guard let asset = catalog.asset(id), let text = asset.playlists[name] else { return nil }
+        switch signer.verify(token, now: clock.now()) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let claims):
+            guard claims.assetID == id else { return .failure(.wrongAsset) }
+            guard let session = sessions.session(claims.sessionID) else { return .failure(.sessionUnknown) }
+            guard session.record.revokedAt == nil else { return .failure(.sessionRevoked) }
+            let rewriter = PlaylistRewriter(
+                keyPathPrefix: configuration.keyPathPrefix, kidsByURI: asset.kidsByURI, kids: asset.kids)
+            return .success(rewriter.rewrite(text, token: token ?? ""))
+        }
+    }
+
+    /// A file of `asset` by its path inside the asset, or nil.
+    public func file(asset id: String, name: String) -> ServedFile? {
+        catalog.asset(id)?.files[name]
+    }
+
+    // MARK: Assets
+
+    /// Every served asset, ordered by ID.
+    public func assets() -> [AssetSummary] {
+        catalog.assetIDs.compactMap(asset)
+    }
+
+    /// The served asset `id`, or nil.
+    public func asset(_ id: String) -> AssetSummary? {
+        guard let served = catalog.asset(id) else { return nil }
+        return AssetSummary(
+            id: id, denyKeysWhileCapturing: served.record.denyKeysWhileCapturing, master: served.master,
+            fileCount: served.files.count, kids: served.kids, createdAt: served.record.createdAt,
+            updatedAt: served.record.updatedAt)
+    }
+
+    /// Serves an already packaged directory as asset `id` with the given keys (replacing an asset with
+    /// the same ID). The directory must lie inside one of the configured import roots.
+    public func importAsset(
+        id: String, directory: String, keys: [ImportedKey], denyKeysWhileCapturing: Bool
+    ) throws(GatewayError) -> AssetSummary {
+        let roots = configuration.importRoots.compactMap(canonicalPath)
+        guard !roots.isEmpty else {
+            throw GatewayError(.unavailable, code: "import-disabled", detail: "No import roots are configured.")
+        }
+        guard directory.hasPrefix("/"), let resolved = canonicalPath(directory),
+            roots.contains(where: { resolved == $0 || resolved.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") })
+        else {
+            throw GatewayError(
+                .invalid, code: "import-directory-not-allowed",
+                detail: "directory must be an existing absolute path inside a configured import root.")
+        }
+        let now = clock.now()
+        let previous = try stored(log) { () throws(StoreError) in try store.asset(id) }
+        let record = AssetRecord(
+            id: id, directory: resolved, denyKeysWhileCapturing: denyKeysWhileCapturing,
+            createdAt: previous?.createdAt ?? now, updatedAt: now)
+        let keyRecords = keys.map { ContentKeyRecord(kid: $0.kid, assetID: id, key: $0.key, uri: $0.uri) }
+        let existing = try stored(log) { () throws(StoreError) in try store.keys() }
+        if let clash = keyRecords.first(where: { key in existing.contains { $0.kid == key.kid && $0.assetID != id } }) {
+            throw GatewayError(
+                .conflict, code: "kid-in-use", detail: "Key \(clash.kid) already belongs to another asset.")
+        }
+        let served = try AssetCatalog.scan(record, keys: keyRecords)
+        guard served.master != nil else {
+            throw GatewayError(.invalid, code: "no-playlist", detail: "The directory holds no top-level playlist.")
+        }
+        try stored(log) { () throws(StoreError) in try store.saveAsset(record, keys: keyRecords) }
+        try catalog.install(record, keys: existing.filter { $0.assetID == id } + keyRecords)
+        return asset(id)!
+    }
+
+    /// Changes an asset's key policy.
+    public func setPolicy(asset id: String, denyKeysWhileCapturing: Bool) throws(GatewayError) -> AssetSummary {
+        let changed = try stored(log) { () throws(StoreError) in
+            try store.setPolicy(asset: id, denyKeysWhileCapturing: denyKeysWhileCapturing, at: clock.now())
+        }
+        guard changed, catalog.asset(id) != nil else {
+            throw GatewayError(.notFound, code: "asset-not-found", detail: "No asset '\(id)' is served here.")
+        }
+        catalog.setPolicy(asset: id, denyKeysWhileCapturing: denyKeysWhileCapturing)
+        return asset(id)!
+    }
+
+    // MARK: API tokens
+
+    /// The scopes a bearer token grants, or why it grants none.
+    public func authenticate(bearer token: String?) -> Result<Set<Scope>, APITokenRefusal> {
+        do { return try APITokens.authenticate(token, in: store) } catch {
+            log("store: \(error)")
+            return .failure(.invalid)
+        }
+    }
+
+    // MARK: Metrics
+
+    private func declareMetrics() {
+        metrics.declare(
+            "guardplay_key_requests_total", .counter, help: "Key requests by outcome (granted or the refusal reason).")
+        metrics.declare("guardplay_sessions_created_total", .counter, help: "Playback sessions created.")
+        metrics.declare("guardplay_sessions_revoked_total", .counter, help: "Playback sessions revoked.")
+        metrics.declare("guardplay_capture_reports_total", .counter, help: "Capture reports by result.")
+        metrics.gauge("guardplay_sessions", help: "Unexpired sessions held in memory.") { [sessions] in
+            Double(sessions.count)
+        }
+        for state in CaptureState.allCases {
+            metrics.gauge(
+                "guardplay_sessions_by_capture_state", ["state": state.rawValue],
+                help: "Live sessions by capture state."
+            ) { [sessions] in Double(sessions.countByCaptureState()[state] ?? 0) }
+        }
+        metrics.gauge("guardplay_audit_backlog", help: "Audit records waiting to be written.") { [audit] in
+            Double(audit.backlog)
+        }
+        metrics.gauge("guardplay_event_subscribers", help: "Open session event streams.") { [events] in
+            Double(events.subscriberCount)
+        }
+        metrics.gauge("guardplay_assets", help: "Assets served.") { [catalog] in Double(catalog.assetIDs.count) }
+        for state in JobState.allCases {
+            metrics.gauge("guardplay_packaging_jobs", ["state": state.rawValue], help: "Packaging jobs by state.") {
+                [store] in Double((try? store.jobCounts())?[state] ?? 0)
+            }
+        }
+    }
+}

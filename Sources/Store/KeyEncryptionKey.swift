@@ -74,6 +74,12 @@ public struct KeyEncryptionKey: Sendable {
         }
     }
 
+    /// A key for another purpose derived from the KEK (HMAC-SHA256 of `purpose` under it), so rotating
+    /// the KEK rotates everything derived from it.
+    public func derivedKey(for purpose: String) -> [UInt8] {
+        Digest.hmacSHA256(key: bytes, data: Array(purpose.utf8))
+    }
+
     /// Seals a content key; the key ID is bound in as associated data, so a wrapped key cannot be
     /// moved to another row.
     func wrap(_ key: [UInt8], kid: String) throws(StoreError) -> [UInt8] {

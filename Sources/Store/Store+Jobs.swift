@@ -54,6 +54,17 @@ extension Store {
         }
     }
 
+    /// How many jobs are in each state.
+    public func jobCounts() throws(StoreError) -> [JobState: Int] {
+        try with { database throws(StoreError) in
+            var counts: [JobState: Int] = [:]
+            for row in try database.query("SELECT state, count(*) FROM packaging_jobs GROUP BY state") {
+                if let state = JobState(rawValue: row[0].text ?? "") { counts[state] = Int(row[1].integer ?? 0) }
+            }
+            return counts
+        }
+    }
+
     /// Jobs in `state`, oldest first.
     public func jobs(in state: JobState) throws(StoreError) -> [JobRecord] {
         try with { database throws(StoreError) in
@@ -102,6 +113,17 @@ extension Store {
                     .text(state.rawValue), optionalText(error), optionalText(output), .real(date.timeIntervalSince1970),
                     .text(state.rawValue), .text(id),
                 ])
+            return database.changes > 0
+        }
+    }
+
+    /// Puts a running job back in the queue without counting against it (a graceful shutdown
+    /// interrupted it); false when it was not running.
+    public func requeueJob(_ id: String, at date: Date) throws(StoreError) -> Bool {
+        try with { database throws(StoreError) in
+            try database.query(
+                "UPDATE packaging_jobs SET state = 'queued', progress = 0, attempts = max(attempts - 1, 0), updated_at = ? WHERE id = ? AND state = 'running'",
+                [.real(date.timeIntervalSince1970), .text(id)])
             return database.changes > 0
         }
     }

@@ -1,0 +1,47 @@
+public import Foundation
+
+/// How the gateway behaves: where it keeps its data and how long things last.
+public struct GatewayConfiguration: Sendable {
+    /// The directory holding the database, the KEK file (by default) and packaged assets.
+    public var dataDirectory: String
+    /// Packaging inputs must lie inside this directory.
+    public var inputRoot: String
+    /// Directories assets may be imported from (`PUT /v1/assets/{id}`).
+    public var importRoots: [String]
+    /// How long a new session lasts unless the request asks for less.
+    public var sessionTTL: TimeInterval
+    /// The longest session a request may ask for.
+    public var maxSessionTTL: TimeInterval
+    /// How long one capture report holds before the session turns `unknown`.
+    public var captureLease: TimeInterval
+    /// Packaging worker threads.
+    public var jobWorkers: Int
+    /// How many times a job is started before a restart marks it failed.
+    public var maxJobAttempts: Int
+    /// The path key URIs are rewritten to.
+    public var keyPathPrefix: String
+    /// How often queued audit records are written.
+    public var auditInterval: TimeInterval
+    /// Audit records that may wait in memory before key requests are refused.
+    public var auditCapacity: Int
+
+    /// A configuration with the defaults for everything but the data directory.
+    public init(
+        dataDirectory: String, inputRoot: String = ".", importRoots: [String] = [], sessionTTL: TimeInterval = 4 * 3600,
+        maxSessionTTL: TimeInterval = 24 * 3600, captureLease: TimeInterval = 10, jobWorkers: Int = 1,
+        maxJobAttempts: Int = 3, keyPathPrefix: String = "/v1/keys/", auditInterval: TimeInterval = 0.2,
+        auditCapacity: Int = 1_000_000
+    ) {
+        self.dataDirectory = dataDirectory
+        self.inputRoot = inputRoot
+        self.importRoots = importRoots
+        self.sessionTTL = sessionTTL
+        self.maxSessionTTL = maxSessionTTL
+        self.captureLease = captureLease
+        self.jobWorkers = jobWorkers
+        self.maxJobAttempts = maxJobAttempts
+        self.keyPathPrefix = keyPathPrefix
+        self.auditInterval = auditInterval
+        self.auditCapacity = auditCapacity
+    }
+}

@@ -1,0 +1,48 @@
+/// What a packaging job asks of the packager.
+public struct PackagingWork: Sendable, Equatable {
+    /// The input media file (absolute path, inside the gateway's input root).
+    public let input: String
+    /// An empty directory to write the HLS output into; the gateway renames it into place afterwards.
+    public let outputDirectory: String
+    /// The 16-byte content key.
+    public let key: [UInt8]
+    /// The key's ID (32 hex digits).
+    public let kid: String
+    /// The URI the playlists should give for the key; the gateway rewrites it per session.
+    public let keyURI: String
+
+    /// Work for one packaging run.
+    public init(input: String, outputDirectory: String, key: [UInt8], kid: String, keyURI: String) {
+        self.input = input
+        self.outputDirectory = outputDirectory
+        self.key = key
+        self.kid = kid
+        self.keyURI = keyURI
+    }
+}
+
+/// A packaging run that did not finish.
+public struct PackagingFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// One sentence saying why.
+    public let message: String
+    /// True when it stopped because it was asked to.
+    public let cancelled: Bool
+
+    /// A failure with its reason.
+    public init(_ message: String, cancelled: Bool = false) {
+        self.message = message
+        self.cancelled = cancelled
+    }
+
+    public var description: String { message }
+}
+
+/// The packager as packaging jobs use it, in-process. Runs on a job worker thread the gateway owns.
+public protocol PackagingEngine: Sendable {
+    /// Packages `work.input` as SAMPLE-AES HLS into `work.outputDirectory`, reporting progress from 0
+    /// to 1 and stopping soon after `isCancelled` turns true.
+    func package(
+        _ work: PackagingWork, progress: @escaping @Sendable (Double) -> Void,
+        isCancelled: @escaping @Sendable () -> Bool
+    ) throws(PackagingFailure)
+}

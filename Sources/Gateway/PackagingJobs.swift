@@ -1,0 +1,294 @@
+import Crypto
+import Foundation
+public import Store
+import Synchronization
+
+/// Packaging jobs: a persistent queue in the store and a bounded pool of worker threads that run the
+/// packager in-process.
+///
+/// A job's output is written to `assets/.{job}-{attempt}.partial` and renamed to
+/// `assets/{job}-{attempt}` only when complete; the asset record is switched to it afterwards, so an
+/// interrupted job never leaves a half-written directory where a finished one is expected. On start,
+/// jobs a dead process left `running` are requeued (or failed after `maxAttempts`), and directories no
+/// asset refers to are removed. The job's content key is stored, wrapped, before packaging starts.
+public final class PackagingJobs: Sendable {
+    private let store: Store
+    private let catalog: AssetCatalog
+    private let engine: (any PackagingEngine)?
+    private let configuration: GatewayConfiguration
+    private let clock: any GatewayClock
+    private let log: @Sendable (String) -> Void
+    private let onAssetReady: @Sendable (AssetRecord) -> Void
+
+    private struct Live {
+        var progress: [String: Double] = [:]
+        var cancelled: Set<String> = []
+        var running = false
+        var shuttingDown = false
+    }
+
+    private let live = Mutex(Live())
+    private let wake = DispatchSemaphore(value: 0)
+    private let workersExited = DispatchSemaphore(value: 0)
+    private let workerCount = Mutex(0)
+
+    init(
+        store: Store, catalog: AssetCatalog, engine: (any PackagingEngine)?, configuration: GatewayConfiguration,
+        clock: any GatewayClock, log: @escaping @Sendable (String) -> Void,
+        onAssetReady: @escaping @Sendable (AssetRecord) -> Void
+    ) {
+        self.store = store
+        self.catalog = catalog
+        self.engine = engine
+        self.configuration = configuration
+        self.clock = clock
+        self.log = log
+        self.onAssetReady = onAssetReady
+    }
+
+    /// True when this build can package.
+    public var isAvailable: Bool { engine != nil }
+
+    var assetsDirectory: String { configuration.dataDirectory + "/assets" }
+
+    // MARK: Requests
+
+    /// Queues a job to package `input` (a path relative to the input root) as `asset`. With an
+    /// idempotency key already used for the same request, returns that job with `created` false.
+    public func submit(
+        input: String, asset: String, denyKeysWhileCapturing: Bool, idempotencyKey: String?
+    ) throws(GatewayError) -> (job: JobRecord, created: Bool) {
+        guard engine != nil else {
+            throw GatewayError(
+                .unavailable, code: "packaging-unavailable", detail: "This gateway was built without a packager.")
+        }
+        guard Identifier.isValid(asset) else {
+            throw GatewayError(.invalid, code: "invalid-asset-id", detail: "asset must match [A-Za-z0-9_-]{1,64}.")
+        }
+        _ = try resolveInput(input)
+        let fingerprint = Digest.sha256(Array("\(input)\n\(asset)\n\(denyKeysWhileCapturing)".utf8)).hexString
+        let now = clock.now()
+        let job = JobRecord(
+            id: Identifier.random(prefix: "job_"), idempotencyKey: idempotencyKey, fingerprint: fingerprint,
+            input: input, assetID: asset, denyKeysWhileCapturing: denyKeysWhileCapturing,
+            kid: Identifier.randomHex(16), createdAt: now, updatedAt: now)
+        switch try stored(log, { () throws(StoreError) in try store.insertJob(job) }) {
+        case .created(let created):
+            wake.signal()
+            return (created, true)
+        case .existing(let existing):
+            guard existing.fingerprint == fingerprint else {
+                throw GatewayError(
+                    .invalid, code: "idempotency-key-reused",
+                    detail: "This Idempotency-Key was used for a different request.")
+            }
+            return (withLiveProgress(existing), false)
+        }
+    }
+
+    /// The job with `id`, with its live progress when it is running.
+    public func job(_ id: String) throws(GatewayError) -> JobRecord? {
+        try stored(log) { () throws(StoreError) in try store.job(id) }.map(withLiveProgress)
+    }
+
+    /// Up to `limit` jobs older than the cursor job (newest first), and the cursor for the next page.
+    public func list(after cursor: Int64?, limit: Int) throws(GatewayError) -> (jobs: [JobRecord], next: Int64?) {
+        let jobs = try stored(log) { () throws(StoreError) in try store.jobs(before: cursor, limit: limit + 1) }
+        let page = Array(jobs.prefix(limit)).map(withLiveProgress)
+        return (page, jobs.count > limit ? page.last?.seq : nil)
+    }
+
+    /// Cancels a queued or running job; a running one stops at the packager's next check. Returns the
+    /// job as it now stands, or nil when there is no such job.
+    public func cancel(_ id: String) throws(GatewayError) -> JobRecord? {
+        guard let job = try stored(log, { () throws(StoreError) in try store.job(id) }) else { return nil }
+        guard !job.state.isFinal else {
+            throw GatewayError(.conflict, code: "job-finished", detail: "The job has already \(job.state.rawValue).")
+        }
+        live.withLock { _ = $0.cancelled.insert(id) }
+        _ = try stored(log) { () throws(StoreError) in try store.finishJob(id, state: .cancelled, at: clock.now()) }
+        return try stored(log) { () throws(StoreError) in try store.job(id) }
+    }
+
+    private func withLiveProgress(_ job: JobRecord) -> JobRecord {
+        guard job.state == .running, let progress = live.withLock({ $0.progress[job.id] }) else { return job }
+        var copy = job
+        copy.progress = progress
+        return copy
+    }
+
+    /// The input's absolute path: `input` must be relative, made of plain names (no `.` or `..`),
+    /// and resolve (symbolic links followed) to a regular file inside the input root.
+    func resolveInput(_ input: String) throws(GatewayError) -> String {
+        let components = input.split(separator: "/", omittingEmptySubsequences: false)
+        let plain = components.allSatisfy { component in
+            component != "." && component != ".." && AssetCatalog.isServableName(String(component))
+        }
+        guard !input.isEmpty, input.utf8.count <= 1024, components.count <= 16, plain else {
+            throw GatewayError(
+                .invalid, code: "invalid-input-path",
+                detail: "input must be a relative path of plain names ([A-Za-z0-9._-], no '.' or '..').")
+        }
+        guard let root = canonicalPath(configuration.inputRoot),
+            let resolved = canonicalPath(configuration.inputRoot + "/" + input)
+        else {
+            throw GatewayError(.invalid, code: "input-not-found", detail: "input does not exist under the input root.")
+        }
+        var info = stat()
+        guard resolved.hasPrefix(root.hasSuffix("/") ? root : root + "/"), stat(resolved, &info) == 0,
+            info.st_mode & S_IFMT == S_IFREG
+        else {
+            throw GatewayError(
+                .invalid, code: "input-not-found", detail: "input is not a regular file under the input root.")
+        }
+        return resolved
+    }
+
+    // MARK: Workers
+
+    /// Recovers jobs a dead process left running, clears orphaned output, and starts the workers.
+    func start() throws(StoreError) {
+        let recovered = try store.recoverInterruptedJobs(maxAttempts: configuration.maxJobAttempts, at: clock.now())
+        for job in recovered { log("jobs: \(job.id) was interrupted; now \(job.state.rawValue)") }
+        removeOrphanedOutput(referenced: Set(try store.assets().map(\.directory)))
+        guard engine != nil else { return }
+        live.withLock { $0.running = true }
+        let count = max(1, configuration.jobWorkers)
+        workerCount.withLock { $0 = count }
+        for index in 0..<count {
+            let thread = Thread { [self] in
+                work()
+                workersExited.signal()
+            }
+            thread.name = "packaging-\(index)"
+            thread.start()
+        }
+    }
+
+    /// Stops the workers; a job in progress is interrupted and put back in the queue for next time.
+    func stop() {
+        let count = workerCount.withLock { count in
+            defer { count = 0 }
+            return count
+        }
+        live.withLock { live in
+            live.running = false
+            live.shuttingDown = true
+        }
+        for _ in 0..<count { wake.signal() }
+        for _ in 0..<count { workersExited.wait() }
+    }
+
+    private func work() {
+        while live.withLock({ $0.running }) {
+            let claimed: JobRecord?
+            do { claimed = try store.claimNextJob(at: clock.now()) } catch {
+                log("jobs: \(error)")
+                claimed = nil
+            }
+            guard let job = claimed else {
+                _ = wake.wait(timeout: .now() + 1)
+                continue
+            }
+            run(job)
+        }
+    }
+
+    private func run(_ job: JobRecord) {
+        let id = job.id
+        let attemptDirectory = "\(assetsDirectory)/\(id)-\(job.attempts)"
+        let partial = "\(assetsDirectory)/.\(id)-\(job.attempts).partial"
+        live.withLock { $0.progress[id] = 0 }
+        defer { live.withLock { _ = $0.progress.removeValue(forKey: id) } }
+        do {
+            let input = try resolveInput(job.input)
+            let kid = job.kid ?? Identifier.randomHex(16)
+            let key = try contentKey(kid: kid, asset: job.assetID)
+            try? FileManager.default.removeItem(atPath: partial)
+            try? FileManager.default.removeItem(atPath: attemptDirectory)
+            try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+            let work = PackagingWork(
+                input: input, outputDirectory: partial, key: key, kid: kid,
+                keyURI: "\(configuration.keyPathPrefix)\(kid)")
+            try engine?.package(work, progress: progressReporter(id), isCancelled: cancellationCheck(id))
+            try FileManager.default.moveItem(atPath: partial, toPath: attemptDirectory)
+            try publish(job, directory: attemptDirectory)
+            _ = try store.finishJob(id, state: .succeeded, output: attemptDirectory, at: clock.now())
+            log("jobs: \(id) packaged \(job.input) as \(job.assetID)")
+        } catch let failure as PackagingFailure where failure.cancelled {
+            try? FileManager.default.removeItem(atPath: partial)
+            if live.withLock({ $0.shuttingDown && !$0.cancelled.contains(id) }) {
+                _ = try? store.requeueJob(id, at: clock.now())
+                log("jobs: \(id) interrupted by shutdown; requeued")
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: partial)
+            let message = (error as? GatewayError)?.detail ?? "\(error)"
+            _ = try? store.finishJob(id, state: .failed, error: message, at: clock.now())
+            log("jobs: \(id) failed: \(message)")
+        }
+        live.withLock { _ = $0.cancelled.remove(id) }
+    }
+
+    /// The job's key: the stored one when an earlier attempt made it, otherwise a fresh one, stored
+    /// wrapped before any output refers to it.
+    private func contentKey(kid: String, asset: String) throws -> [UInt8] {
+        if let existing = catalog.key(kid) { return existing.key }
+        let record = ContentKeyRecord(kid: kid, assetID: asset, key: try SecureRandom.bytes(16))
+        try store.saveKey(record)
+        catalog.addKey(record)
+        return record.key
+    }
+
+    /// Points the asset at the new directory, then removes the directory it replaces.
+    private func publish(_ job: JobRecord, directory: String) throws {
+        let now = clock.now()
+        let previous = try store.asset(job.assetID)
+        let record = AssetRecord(
+            id: job.assetID, directory: directory, denyKeysWhileCapturing: job.denyKeysWhileCapturing,
+            createdAt: previous?.createdAt ?? now, updatedAt: now)
+        try store.saveAsset(record)
+        onAssetReady(record)
+        if let old = previous?.directory, old != directory, old.hasPrefix(assetsDirectory + "/") {
+            try? FileManager.default.removeItem(atPath: old)
+        }
+    }
+
+    private func progressReporter(_ id: String) -> @Sendable (Double) -> Void {
+        let lastStored = Mutex(0.0)
+        return { [self] value in
+            let progress = min(max(value, 0), 1)
+            live.withLock { $0.progress[id] = progress }
+            let due = lastStored.withLock { last -> Bool in
+                guard progress - last >= 0.05 else { return false }
+                last = progress
+                return true
+            }
+            if due { try? store.setJobProgress(id, progress: progress, at: clock.now()) }
+        }
+    }
+
+    private func cancellationCheck(_ id: String) -> @Sendable () -> Bool {
+        { [self] in live.withLock { $0.cancelled.contains(id) || $0.shuttingDown } }
+    }
+
+    /// Removes partial outputs and finished outputs no asset refers to.
+    private func removeOrphanedOutput(referenced: Set<String>) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: assetsDirectory) else { return }
+        for name in names where name.hasPrefix("job_") || name.hasPrefix(".job_") {
+            let path = "\(assetsDirectory)/\(name)"
+            if !referenced.contains(path) {
+                try? FileManager.default.removeItem(atPath: path)
+                log("jobs: removed unreferenced output \(name)")
+            }
+        }
+    }
+}
+
+/// The absolute path with every symbolic link, `.` and `..` resolved (`realpath`), or nil when it
+/// does not exist.
+func canonicalPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+}
