@@ -37,11 +37,15 @@ let package = Package(
         .target(
             name: "Gateway", dependencies: ["Store", "Packager", "Crypto", "CaptureMonitor"],
             swiftSettings: strict),
-        .target(name: "ControlAPI", dependencies: ["HTTPServer", "Gateway", "CaptureMonitor"], swiftSettings: strict),
+        .target(
+            name: "ControlAPI", dependencies: ["HTTPServer", "Gateway", "Store", "Crypto", "CaptureMonitor"],
+            swiftSettings: strict),
 
         .executableTarget(
             name: "GuardPlayCLI",
-            dependencies: ["ControlAPI", "Gateway", "Player", "Packager", "CaptureMonitor", "MediaCore"],
+            dependencies: [
+                "ControlAPI", "Gateway", "Store", "HTTPServer", "Player", "Packager", "CaptureMonitor", "MediaCore",
+            ],
             swiftSettings: strict),
 
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
@@ -51,9 +55,11 @@ let package = Package(
         .testTarget(name: "PlayerTests", dependencies: ["Player", "MediaCore", "CaptureMonitor"]),
         .testTarget(name: "PackagerTests", dependencies: ["Packager", "MediaCore", "Crypto"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Crypto"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "ControlAPI", "HTTPServer", "Store"]),
         // Runs the built `guard-play` binary and checks what it writes with MediaCore.
-        .testTarget(name: "EndToEndTests", dependencies: ["MediaCore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["MediaCore", "HTTPTestSupport", "Crypto"]),
+        // A raw HTTP/1.1 client for tests that must send exactly the bytes they mean.
+        .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
     ]
 )

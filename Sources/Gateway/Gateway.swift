@@ -309,7 +309,7 @@ public final class Gateway: Sendable {
     ) throws(GatewayError) -> AssetSummary {
         let roots = configuration.importRoots.compactMap(canonicalPath)
         guard !roots.isEmpty else {
-            throw GatewayError(.unavailable, code: "import-disabled", detail: "No import roots are configured.")
+            throw GatewayError(.forbidden, code: "import-disabled", detail: "No import roots are configured.")
         }
         guard directory.hasPrefix("/"), let resolved = canonicalPath(directory),
             roots.contains(where: { resolved == $0 || resolved.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") })

@@ -8,6 +8,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case notFound = "not-found"
         /// A field is missing or has a bad value.
         case invalid = "invalid-request"
+        /// The configuration does not allow this (importing when no import root is set).
+        case forbidden = "forbidden"
         /// The request conflicts with the current state (a reused idempotency key, a final job).
         case conflict = "conflict"
         /// The gateway cannot do this now (no packager in this build, draining).
@@ -34,6 +36,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public var status: Int {
         switch kind {
         case .notFound: 404
+        case .forbidden: 403
         case .invalid: 422
         case .conflict: 409
         case .unavailable: 503

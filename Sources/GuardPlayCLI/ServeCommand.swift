@@ -1,8 +1,142 @@
-/// `guard-play serve`: not built yet; its issue is open.
+import ControlAPI
+import Foundation
+import Gateway
+import HTTPServer
+import Store
+
+/// `guard-play serve`: the gateway. Runs until SIGTERM or SIGINT, then drains: `/readyz` answers 503
+/// for the drain period, the server stops accepting and finishes what is in flight, packaging jobs in
+/// progress go back to the queue, and the audit log is flushed.
 enum ServeCommand {
-    static let help = "guard-play serve: not available yet"
+    static let help = """
+        usage: guard-play serve [--config FILE] [options]
+
+        Runs the gateway: REST control, key delivery, HLS delivery, capture-state reports and packaging
+        jobs, with its state in a SQLite database under --data.
+
+        options (each may also be a `key = value` line in --config FILE):
+          --listen HOST:PORT      address to listen on (default 127.0.0.1:8080; port 0 picks one)
+          --data DIR              database, KEK file and packaged assets (default ./guard-data)
+          --kek-file FILE         key-encryption key file, created 0600 when missing (default DATA/kek);
+                                  the GUARDPLAY_KEK environment variable (64 hex digits) overrides it
+          --public-url URL        base of the playback URLs sessions return (default: the request's Host)
+          --cors-origin ORIGIN    an origin browsers may call from (repeatable; * allows any, never with
+                                  credentials)
+          --input-root DIR        packaging inputs must lie inside DIR (default .)
+          --import-root DIR       directories PUT /v1/assets/{id} may import from (repeatable)
+          --session-ttl DURATION  default session lifetime (default 4h)
+          --lease DURATION        how long a capture report holds (default 10s)
+          --job-workers N         packaging worker threads (default 1)
+          --threads N             HTTP worker threads (default 4)
+          --connection-limit N    open connections at most (default 1024)
+          --idle-timeout DURATION idle connection timeout (default 30s)
+          --header-timeout DURATION time a client has to send its request header (default 10s)
+          --max-body BYTES        largest request body (default 65536)
+          --drain DURATION        time /readyz reports draining before the server stops (default 5s)
+          --check-config          check the configuration and exit
+        """
 
     static func run(_ arguments: [String]) throws(CLIError) -> ExitCode {
-        throw CLIError(.failure, "serve is not available yet")
+        let parsed = try Arguments(
+            arguments, options: ServeConfiguration.options + [Arguments.Option("check-config", .flag)])
+        guard parsed.positionals.isEmpty else {
+            throw CLIError(.usage, "serve takes no arguments, got '\(parsed.positionals[0])'")
+        }
+        let configuration = try ServeConfiguration.load(parsed)
+        if parsed.has("check-config") {
+            print(
+                "configuration ok: listen \(configuration.host):\(configuration.port), data \(configuration.dataDirectory)"
+            )
+            return .success
+        }
+        return try serve(configuration)
+    }
+
+    static func serve(_ configuration: ServeConfiguration) throws(CLIError) -> ExitCode {
+        let log: @Sendable (String) -> Void = { message in
+            FileHandle.standardError.write(Data("guard-play serve: \(message)\n".utf8))
+        }
+        // Signals are taken by sigwait below; block them before any thread starts so every thread
+        // inherits the mask and none is interrupted.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        signal(SIGPIPE, SIG_IGN)
+
+        let (store, kek) = try openStore(configuration)
+        let gateway: Gateway
+        do {
+            gateway = try Gateway(
+                configuration: GatewayConfiguration(
+                    dataDirectory: configuration.dataDirectory, inputRoot: configuration.inputRoot,
+                    importRoots: configuration.importRoots, sessionTTL: configuration.sessionTTL,
+                    captureLease: configuration.captureLease, jobWorkers: configuration.jobWorkers),
+                store: store, kek: kek, engine: PackagingSupport.engine, log: log)
+            try gateway.start()
+        } catch {
+            throw CLIError(.failure, "cannot start the gateway: \(error)")
+        }
+        let state = ServiceState()
+        let router = GatewayAPI.router(
+            gateway: gateway, state: state, publicURL: configuration.publicURL, corsOrigins: configuration.corsOrigins,
+            log: log)
+        let server = GatewayAPI.server(configuration: configuration.httpServer(log: log), router: router)
+        do { try server.start() } catch {
+            gateway.stop()
+            throw CLIError(.failure, "\(error)")
+        }
+        // Written straight to the descriptor (not buffered) so a supervisor or test sees it at once.
+        FileHandle.standardOutput.write(
+            Data("guard-play serve: listening on http://\(urlHost(configuration.host)):\(server.port)\n".utf8))
+        if !gateway.jobs.isAvailable { log("packaging jobs are unavailable: this build has no packager") }
+
+        var received: Int32 = 0
+        sigwait(&signals, &received)
+        log("\(received == SIGTERM ? "SIGTERM" : "SIGINT"): draining for \(configuration.drain) s")
+        state.beginDraining()
+        var timeout = timespec(
+            tv_sec: Int(configuration.drain),
+            tv_nsec: Int((configuration.drain.truncatingRemainder(dividingBy: 1)) * 1e9))
+        // A second signal ends the drain period early.
+        _ = sigtimedwait(&signals, nil, &timeout)
+        server.stop(grace: 10)
+        gateway.stop()
+        log("stopped")
+        return .success
+    }
+
+    /// Opens the store under the data directory with the KEK from GUARDPLAY_KEK or the KEK file.
+    static func openStore(_ configuration: ServeConfiguration) throws(CLIError) -> (Store, KeyEncryptionKey) {
+        // The database, the KEK file and packaged output are for this user alone.
+        umask(0o077)
+        do {
+            try FileManager.default.createDirectory(
+                atPath: configuration.dataDirectory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw CLIError(.outputFailed, "cannot create the data directory \(configuration.dataDirectory): \(error)")
+        }
+        do {
+            let kek = try KeyEncryptionKey.load(
+                environmentValue: ProcessInfo.processInfo.environment["GUARDPLAY_KEK"],
+                file: configuration.kekFile ?? configuration.dataDirectory + "/kek")
+            return (try Store(directory: configuration.dataDirectory, kek: kek), kek)
+        } catch {
+            throw CLIError(.failure, "\(error)")
+        }
+    }
+
+    static func urlHost(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
+}
+
+extension ServeConfiguration {
+    /// The HTTP server's address and limits.
+    func httpServer(log: @escaping @Sendable (String) -> Void) -> HTTPServerConfiguration {
+        HTTPServerConfiguration(
+            host: host, port: port, threads: threads, connectionLimit: connectionLimit,
+            idleTimeoutSeconds: Int(idleTimeout.rounded(.up)), headerTimeout: headerTimeout,
+            maxBodyBytes: maxBodyBytes, log: log)
     }
 }

@@ -1,8 +1,68 @@
-/// `guard-play tokens`: not built yet; its issue is open.
+import Foundation
+import Gateway
+import Store
+
+/// `guard-play tokens`: creates, lists and revokes API tokens in the gateway's store.
 enum TokensCommand {
-    static let help = "guard-play tokens: not available yet"
+    static let help = """
+        usage: guard-play tokens create --scope SCOPES [--name NAME] [--data DIR | --config FILE]
+               guard-play tokens list [--data DIR | --config FILE]
+               guard-play tokens revoke ID [--data DIR | --config FILE]
+
+        API tokens authorise the gateway's control routes. SCOPES is a comma-separated list of control,
+        package and admin (admin allows everything). `create` prints the token once, on standard output;
+        only a hash of it is stored.
+        """
 
     static func run(_ arguments: [String]) throws(CLIError) -> ExitCode {
-        throw CLIError(.failure, "tokens is not available yet")
+        let parsed = try Arguments(
+            arguments,
+            options: ServeConfiguration.options + [Arguments.Option("scope"), Arguments.Option("name")])
+        guard let action = parsed.positionals.first else {
+            throw CLIError(.usage, "tokens needs an action: create, list or revoke\n\(help)")
+        }
+        let configuration = try ServeConfiguration.load(parsed)
+        switch action {
+        case "create":
+            guard parsed.positionals.count == 1 else { throw CLIError(.usage, "tokens create takes no arguments") }
+            guard let text = parsed.value("scope") else { throw CLIError(.usage, "tokens create needs --scope") }
+            guard let scopes = APITokens.parseScopes(text) else {
+                throw CLIError(.badValue, "invalid value '\(text)' for --scope: expected control, package and/or admin")
+            }
+            let name = parsed.value("name") ?? "token"
+            guard name.count <= 100, name.allSatisfy({ $0.isASCII && !$0.isNewline }) else {
+                throw CLIError(.badValue, "invalid value for --name: expected up to 100 ASCII characters")
+            }
+            let (store, _) = try ServeCommand.openStore(configuration)
+            let created: (token: String, record: APITokenRecord)
+            do { created = try APITokens.create(in: store, scopes: scopes, name: name) } catch {
+                throw CLIError(.failure, "\(error)")
+            }
+            print(created.token)
+            FileHandle.standardError.write(
+                Data(
+                    "guard-play tokens: created \(created.record.id) (\(created.record.scopes.joined(separator: ","))); the token above is shown only once\n"
+                        .utf8))
+        case "list":
+            let (store, _) = try ServeCommand.openStore(configuration)
+            let tokens: [APITokenRecord]
+            do { tokens = try store.tokens() } catch { throw CLIError(.failure, "\(error)") }
+            for token in tokens {
+                let state = token.revokedAt == nil ? "active" : "revoked"
+                print("\(token.id)\t\(token.scopes.joined(separator: ","))\t\(state)\t\(token.name)")
+            }
+        case "revoke":
+            guard parsed.positionals.count == 2 else { throw CLIError(.usage, "tokens revoke needs a token ID") }
+            let (store, _) = try ServeCommand.openStore(configuration)
+            let revoked: Bool
+            do { revoked = try store.revokeToken(parsed.positionals[1], at: Date()) } catch {
+                throw CLIError(.failure, "\(error)")
+            }
+            guard revoked else { throw CLIError(.badValue, "no active token '\(parsed.positionals[1])'") }
+            FileHandle.standardError.write(Data("guard-play tokens: revoked \(parsed.positionals[1])\n".utf8))
+        default:
+            throw CLIError(.usage, "unknown tokens action '\(action)': expected create, list or revoke")
+        }
+        return .success
     }
 }

@@ -81,7 +81,7 @@ final class ConnectionState: Sendable {
     /// socket and shuts it, so libmicrohttpd sees the end and closes the connection. The lock is held
     /// throughout, so the socket cannot be closed (and its number reused) underneath the write, and
     /// the application cannot start on the request.
-    func timeOutIfStalled(now: Double, deadline: Double, response: [UInt8]) -> Bool {
+    func timeOutIfStalled(now: Double, deadline: Double, response: () -> [UInt8]) -> Bool {
         state.withLock { state -> Bool in
             let since: Double
             switch state.phase {
@@ -91,7 +91,7 @@ final class ConnectionState: Sendable {
             }
             guard now - since >= deadline else { return false }
             state.phase = .timedOut
-            response.withUnsafeBytes { bytes in
+            response().withUnsafeBytes { bytes in
                 _ = Glibc.send(socket, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
             }
             _ = Glibc.shutdown(socket, Int32(SHUT_RDWR))

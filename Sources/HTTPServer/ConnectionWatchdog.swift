@@ -29,9 +29,12 @@ final class ConnectionWatchdog: Sendable {
 
     func start(server: HTTPServer) {
         running.withLock { $0 = true }
-        let timeoutResponse = rawResponse(
-            server.rejectionResponder(
-                Rejection(.headerTimeout, status: 408, detail: "The request header did not arrive in time.")))
+        // Built when a client times out (rarely), so the responder sees, and counts, each refusal.
+        let timeoutResponse: @Sendable () -> [UInt8] = {
+            rawResponse(
+                server.rejectionResponder(
+                    Rejection(.headerTimeout, status: 408, detail: "The request header did not arrive in time.")))
+        }
         let thread = Thread { [self] in
             var lastHeartbeat = monotonicSeconds()
             while running.withLock({ $0 }) {

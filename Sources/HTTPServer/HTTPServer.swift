@@ -72,7 +72,9 @@ public final class HTTPServer: Sendable {
         var flags = cmhd_use_epoll_internal_thread() | cmhd_use_suspend_resume() | cmhd_use_error_log()
         if address.isIPv6 { flags |= UInt32(MHD_USE_IPv6.rawValue) }
         let daemon: OpaquePointer? = address.withSockaddr { sockaddr in
+            // The logger goes first, so the daemon's messages about the options below reach it too.
             var options: [MHD_OptionItem] = [
+                cmhd_option_logger(daemonLogged, context),
                 cmhd_option_value(.THREAD_POOL_SIZE, max(1, configuration.threads)),
                 cmhd_option_value(.CONNECTION_LIMIT, configuration.connectionLimit),
                 cmhd_option_value(.CONNECTION_TIMEOUT, configuration.idleTimeoutSeconds),
@@ -84,7 +86,6 @@ public final class HTTPServer: Sendable {
                 cmhd_option_uri_log(requestLineArrived, context),
                 cmhd_option_notify_connection(connectionChanged, context),
                 cmhd_option_notify_completed(requestCompleted, context),
-                cmhd_option_logger(daemonLogged, context),
             ]
             if configuration.perClientConnectionLimit > 0 {
                 options.append(

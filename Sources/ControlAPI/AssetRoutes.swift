@@ -1,0 +1,59 @@
+import Crypto
+import Gateway
+import HTTPServer
+
+/// Assets: listing, import of an already packaged directory, and the key policy.
+enum AssetRoutes {
+    static func routes(gateway: Gateway) -> [Route] {
+        [
+            Route("GET", "/v1/assets", access: .scope(.control)) { context in
+                let limit = try pageLimit(context)
+                let cursor = context.query["cursor"]
+                if let cursor, !Identifier.isValid(cursor) {
+                    throw APIProblem.badRequest("invalid-cursor", "cursor is not a cursor this API returned.")
+                }
+                let all = gateway.assets().filter { cursor == nil || $0.id > cursor! }
+                let page = Array(all.prefix(limit))
+                return JSON.object([
+                    "items": .array(page.map(Representation.asset)),
+                    "nextCursor": all.count > limit ? page.last.map { .string($0.id) } : nil,
+                ]).response()
+            },
+            Route("GET", "/v1/assets/{id}", access: .scope(.control)) { context in
+                guard let asset = gateway.asset(context.parameter("id")) else {
+                    throw GatewayError(.notFound, code: "asset-not-found", detail: "No such asset.")
+                }
+                return Representation.asset(asset).response()
+            },
+            Route("PUT", "/v1/assets/{id}", access: .scope(.admin)) { context in
+                let body = try context.jsonObject().allowing(["directory", "keys", "denyKeysWhileCapturing"])
+                let keys = try (body.array("keys", maxCount: 16) ?? []).map(importedKey)
+                let existed = gateway.asset(context.parameter("id")) != nil
+                let asset = try gateway.importAsset(
+                    id: context.parameter("id"), directory: try body.requiredString("directory", maxLength: 4096),
+                    keys: keys, denyKeysWhileCapturing: try body.bool("denyKeysWhileCapturing") ?? false)
+                return Representation.asset(asset).response(status: existed ? 200 : 201)
+            },
+            Route("PUT", "/v1/assets/{id}/policy", access: .scope(.control)) { context in
+                let body = try context.jsonObject().allowing(["denyKeysWhileCapturing"])
+                let asset = try gateway.setPolicy(
+                    asset: context.parameter("id"),
+                    denyKeysWhileCapturing: try body.requiredBool("denyKeysWhileCapturing"))
+                return Representation.asset(asset).response()
+            },
+        ]
+    }
+
+    static func importedKey(_ item: JSON) throws -> ImportedKey {
+        guard case .object(let members) = item else { throw APIProblem.invalid("Each key must be an object.") }
+        let object = try JSONObject(members: members).allowing(["kid", "key", "uri"])
+        let kid = try object.requiredString("kid", maxLength: 32).lowercased()
+        guard kid.utf8.count == 32, [UInt8](hex: kid) != nil else {
+            throw APIProblem.invalid("Field 'kid' must be 32 hexadecimal digits.")
+        }
+        guard let key = [UInt8](hex: try object.requiredString("key", maxLength: 32)), key.count == 16 else {
+            throw APIProblem.invalid("Field 'key' must be 32 hexadecimal digits (16 bytes).")
+        }
+        return ImportedKey(kid: kid, key: key, uri: try object.string("uri", maxLength: 1024))
+    }
+}

@@ -1,2 +1,0 @@
-/// ControlAPI: see docs/ARCHITECTURE.md.
-public enum ControlAPIModule {}

@@ -1,0 +1,128 @@
+public import Foundation
+import HTTPServer
+
+/// A player's state as the control API reports it.
+public struct PlayerStatusReport: Sendable, Equatable {
+    /// `playing`, `paused` or `ended`.
+    public var state: String
+    /// Seconds into the media.
+    public var position: Double
+    /// The media's length, when known.
+    public var duration: Double?
+    /// The merged capture state: `clear`, `capturing` or `unknown`.
+    public var capture: String
+    /// The source that decided it.
+    public var captureSource: String
+    /// Why.
+    public var captureReason: String
+    /// True while audio is muted and video masked.
+    public var protecting: Bool
+
+    /// A status report.
+    public init(
+        state: String, position: Double, duration: Double?, capture: String, captureSource: String,
+        captureReason: String, protecting: Bool
+    ) {
+        self.state = state
+        self.position = position
+        self.duration = duration
+        self.capture = capture
+        self.captureSource = captureSource
+        self.captureReason = captureReason
+        self.protecting = protecting
+    }
+}
+
+/// What became of a remote capture report sent to a player.
+public enum PlayerReportOutcome: Sendable, Equatable {
+    /// Applied; its lease runs from now.
+    case accepted
+    /// Ignored: its sequence number is not newer than `lastSeq`.
+    case stale(lastSeq: UInt64)
+}
+
+/// A player under REST control (`guard-play FILE --control ADDR`). The player core implements it; the
+/// control API only calls it. Events are pushed to subscribers, which return false once they can
+/// take no more.
+public protocol PlayerControlling: Sendable {
+    /// The player's state now.
+    var status: PlayerStatusReport { get }
+    /// Pauses playback.
+    func pause()
+    /// Resumes playback.
+    func resume()
+    /// Seeks to `seconds` into the media.
+    func seek(to seconds: Double)
+    /// Applies a report from the remote capture source, whose lease lasts `lease` seconds.
+    func reportCapture(capturing: Bool, seq: UInt64, lease: Double, observedAt: Date) -> PlayerReportOutcome
+    /// Sends each later status change to `subscriber` as an event name and JSON payload, until it
+    /// returns false or `unsubscribe` is called; returns the subscription's ID.
+    func subscribe(_ subscriber: @escaping @Sendable (_ event: String, _ payload: JSON) -> Bool) -> Int
+    /// Ends a subscription.
+    func unsubscribe(_ id: Int)
+}
+
+/// `/v1/player` routes, served by `guard-play FILE --control ADDR`.
+public enum PlayerRoutes {
+    /// The lease a remote capture report holds when the request does not say.
+    public static let defaultLease = 10.0
+
+    /// The routes for `player`; every one needs an API token with the `control` scope.
+    public static func routes(player: any PlayerControlling) -> [Route] {
+        [
+            Route("GET", "/v1/player", access: .scope(.control)) { _ in
+                representation(player.status).response()
+            },
+            Route("POST", "/v1/player/pause", access: .scope(.control)) { _ in
+                player.pause()
+                return representation(player.status).response()
+            },
+            Route("POST", "/v1/player/resume", access: .scope(.control)) { _ in
+                player.resume()
+                return representation(player.status).response()
+            },
+            Route("POST", "/v1/player/seek", access: .scope(.control)) { context in
+                let body = try context.jsonObject().allowing(["position"])
+                guard let position = try body.number("position", in: 0...1e9) else {
+                    throw APIProblem.invalid("Field 'position' is required.")
+                }
+                if let duration = player.status.duration, position > duration {
+                    throw APIProblem.invalid("Field 'position' is past the end (\(duration) s).")
+                }
+                player.seek(to: position)
+                return representation(player.status).response()
+            },
+            Route("PUT", "/v1/player/capture-state", access: .scope(.control)) { context in
+                let body = try context.jsonObject().allowing(["capturing", "seq", "observedAt", "leaseSeconds"])
+                let outcome = player.reportCapture(
+                    capturing: try body.requiredBool("capturing"),
+                    seq: UInt64(try body.requiredInteger("seq", in: 0...9_007_199_254_740_991)),
+                    lease: try body.number("leaseSeconds", in: 1...3600) ?? defaultLease,
+                    observedAt: try body.requiredTimestamp("observedAt"))
+                var members: [(String, JSON)] = [("applied", .bool(outcome == .accepted))]
+                if case .stale(let last) = outcome { members.append(("lastSeq", .number(Double(last)))) }
+                members.append(("player", representation(player.status)))
+                return JSON.object(members).response()
+            },
+            Route("GET", "/v1/player/events", access: .scope(.control)) { _ in
+                let stream = EventStream()
+                stream.send(Array("retry: 3000\n\n".utf8))
+                let subscription = player.subscribe { event, payload in
+                    stream.send(Representation.event(event, payload))
+                }
+                stream.onClose { player.unsubscribe(subscription) }
+                stream.send(Representation.event("status", representation(player.status)))
+                return HTTPResponse(status: 200, headers: eventStreamHeaders, body: .stream(stream))
+            },
+        ]
+    }
+
+    static func representation(_ status: PlayerStatusReport) -> JSON {
+        .object([
+            "state": .string(status.state), "position": .number((status.position * 1000).rounded() / 1000),
+            "duration": status.duration.map { .number($0) }, "capture": .string(status.capture),
+            "captureSource": .string(status.captureSource), "captureReason": .string(status.captureReason),
+            "protecting": .bool(status.protecting),
+        ])
+    }
+}

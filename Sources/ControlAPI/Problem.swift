@@ -1,0 +1,126 @@
+public import Gateway
+public import HTTPServer
+
+/// An RFC 9457 problem detail: the body of every error response, as `application/problem+json`.
+public struct Problem: Sendable, Equatable {
+    /// A stable code; the `type` URI is `/problems/{code}`.
+    public let code: String
+    /// A short summary of the problem type.
+    public let title: String
+    /// The HTTP status.
+    public let status: Int
+    /// What went wrong with this request.
+    public let detail: String
+    /// Extra members (`allow`, `reason`…).
+    public let extensions: [(String, JSON)]
+
+    /// A problem with its code, title, status and detail.
+    public init(code: String, title: String, status: Int, detail: String, extensions: [(String, JSON)] = []) {
+        self.code = code
+        self.title = title
+        self.status = status
+        self.detail = detail
+        self.extensions = extensions
+    }
+
+    public static func == (lhs: Problem, rhs: Problem) -> Bool {
+        lhs.code == rhs.code && lhs.status == rhs.status && lhs.detail == rhs.detail
+    }
+
+    /// The JSON body.
+    public var json: JSON {
+        .object(
+            [
+                ("type", .string("/problems/\(code)")), ("title", .string(title)), ("status", .number(Double(status))),
+                ("detail", .string(detail)),
+            ] + extensions)
+    }
+
+    /// The response carrying this problem.
+    public func response(headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        var headers = headers
+        headers.set("Content-Type", "application/problem+json")
+        headers.set("Cache-Control", "no-store")
+        return HTTPResponse(status: status, headers: headers, body: .bytes(json.serialized))
+    }
+}
+
+/// An error that chooses its own problem (and so its own status).
+public protocol ProblemConvertible: Error {
+    /// The problem to answer with.
+    var problem: Problem { get }
+}
+
+/// A problem raised directly by the API layer: bad JSON, a missing field, a bad query.
+public struct APIProblem: ProblemConvertible, Sendable {
+    public let problem: Problem
+
+    /// A problem with `code` and `status`.
+    public init(_ status: Int, _ code: String, _ title: String, _ detail: String) {
+        problem = Problem(code: code, title: title, status: status, detail: detail)
+    }
+
+    /// 400: the request is malformed.
+    public static func badRequest(_ code: String, _ detail: String) -> APIProblem {
+        APIProblem(400, code, "Bad request", detail)
+    }
+
+    /// 422: the request is well formed but a field's value is not acceptable.
+    public static func invalid(_ detail: String) -> APIProblem {
+        APIProblem(422, "invalid-field", "Invalid field", detail)
+    }
+
+    /// 404: nothing here.
+    public static func notFound(_ detail: String) -> APIProblem {
+        APIProblem(404, "not-found", "Not found", detail)
+    }
+}
+
+extension GatewayError: ProblemConvertible {
+    public var problem: Problem {
+        Problem(code: code, title: title, status: status, detail: detail)
+    }
+
+    private var title: String {
+        switch kind {
+        case .notFound: "Not found"
+        case .forbidden: "Forbidden"
+        case .invalid: "Invalid request"
+        case .conflict: "Conflict"
+        case .unavailable: "Unavailable"
+        case .storage: "Storage error"
+        }
+    }
+}
+
+extension AccessRefusal: ProblemConvertible {
+    public var problem: Problem {
+        Problem(code: rawValue, title: title, status: status, detail: detail)
+    }
+}
+
+extension APITokenRefusal: ProblemConvertible {
+    public var problem: Problem {
+        switch self {
+        case .missing:
+            Problem(
+                code: rawValue, title: "API token missing", status: 401,
+                detail: "This route needs an API token: Authorization: Bearer gp_….")
+        case .invalid:
+            Problem(code: rawValue, title: "API token invalid", status: 401, detail: "The API token is not valid.")
+        case .revoked:
+            Problem(code: rawValue, title: "API token revoked", status: 401, detail: "The API token has been revoked.")
+        case .insufficientScope:
+            Problem(
+                code: rawValue, title: "Insufficient scope", status: 403,
+                detail: "The API token does not grant the scope this route needs.")
+        }
+    }
+}
+
+extension Rejection {
+    /// The server's own refusals, as problems.
+    public var problem: Problem {
+        Problem(code: reason.rawValue, title: reasonPhrase(status), status: status, detail: detail)
+    }
+}

@@ -1,0 +1,371 @@
+import Foundation
+public import Gateway
+public import HTTPServer
+
+/// One segment of a route's path grammar.
+public enum PathSegment: Sendable, Equatable {
+    /// Exactly this text.
+    case literal(String)
+    /// An ID, `[A-Za-z0-9_-]{1,64}`, bound to the name.
+    case id(String)
+    /// A file name, `[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}`, bound to the name.
+    case file(String)
+}
+
+/// Who may call a route.
+public enum Access: Sendable, Equatable {
+    /// Anyone (ops endpoints, the OpenAPI document, keys and media, which check their own tokens).
+    case open
+    /// An API token with this scope (or `admin`).
+    case scope(Scope)
+    /// An API token with this scope, or the session token of the session named by the `id` parameter.
+    case scopeOrSessionToken(Scope)
+}
+
+/// A route: a method, a path grammar, who may call it, and the handler. Routes are plain values; the
+/// router matches them in order.
+public struct Route: Sendable {
+    /// The handler's signature.
+    public typealias Handler = @Sendable (RequestContext) throws -> HTTPResponse
+
+    /// The method (`GET` routes also answer `HEAD`).
+    public let method: String
+    /// The path grammar.
+    public let segments: [PathSegment]
+    /// The pattern as text, such as `/v1/sessions/{id}`: the route's name in metrics and OpenAPI.
+    public let pattern: String
+    /// Who may call it.
+    public let access: Access
+    /// What it does.
+    public let handler: Handler
+
+    /// A route for `method` on `pattern`, where `{name}` is an ID and `{name:file}` a file name.
+    public init(_ method: String, _ pattern: String, access: Access, handler: @escaping Handler) {
+        self.method = method
+        self.pattern = pattern
+        self.access = access
+        self.handler = handler
+        segments = pattern.split(separator: "/").map { part in
+            guard part.hasPrefix("{"), part.hasSuffix("}") else { return .literal(String(part)) }
+            let inner = part.dropFirst().dropLast()
+            if inner.hasSuffix(":file") { return .file(String(inner.dropLast(5))) }
+            return .id(String(inner))
+        }
+    }
+
+    /// The parameters when `parts` match this route's grammar, or nil.
+    func match(_ parts: [Substring]) -> [String: String]? {
+        guard parts.count == segments.count else { return nil }
+        var parameters: [String: String] = [:]
+        for (part, segment) in zip(parts, segments) {
+            switch segment {
+            case .literal(let text): guard part == text else { return nil }
+            case .id(let name):
+                guard Identifier.isValid(part) else { return nil }
+                parameters[name] = String(part)
+            case .file(let name):
+                guard isFileName(part) else { return nil }
+                parameters[name] = String(part)
+            }
+        }
+        return parameters
+    }
+}
+
+/// A file name in a media path: `[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}`, so never `.` or `..`.
+func isFileName(_ text: Substring) -> Bool {
+    let bytes = text.utf8
+    guard let first = bytes.first, bytes.count <= 128, Identifier.isIDByte(first) else { return false }
+    return bytes.allSatisfy { Identifier.isIDByte($0) || $0 == UInt8(ascii: ".") }
+}
+
+/// What a handler gets: the request, its path parameters, its query (decoded strictly) and the scopes
+/// its API token granted.
+public struct RequestContext: Sendable {
+    /// The request as received.
+    public let request: HTTPRequest
+    /// Path parameters by name.
+    public let parameters: [String: String]
+    /// Query parameters, percent-decoded.
+    public let query: [String: String]
+    /// The scopes the caller's API token grants (empty for session-token and open access).
+    public let scopes: Set<Scope>
+
+    /// A path parameter the route's grammar guarantees.
+    public func parameter(_ name: String) -> String { parameters[name] ?? "" }
+
+    /// The body as a JSON object; 415 for a non-JSON content type, 400 for malformed JSON.
+    public func jsonObject() throws -> JSONObject {
+        if let type = request.headers["Content-Type"] {
+            let media = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            // curl's -d sends form-urlencoded; its body is still ours to read as JSON.
+            guard media == "application/json" || media == "application/x-www-form-urlencoded" else {
+                throw APIProblem(
+                    415, "unsupported-media-type", "Unsupported media type", "Send the body as application/json.")
+            }
+        }
+        let value: JSON
+        do { value = try JSON.parse(request.body) } catch {
+            throw APIProblem.badRequest("invalid-json", "The body is not valid JSON: \(error).")
+        }
+        guard case .object(let members) = value else {
+            throw APIProblem.badRequest("invalid-json", "The body must be a JSON object.")
+        }
+        return JSONObject(members: members)
+    }
+}
+
+/// How the router treats cross-origin requests, authentication and draining.
+public struct RouterOptions: Sendable {
+    /// Origins allowed to read `/v1` responses from a browser; `*` allows any (never with credentials).
+    public var corsOrigins: [String]
+    /// Checks an API bearer token.
+    public var authenticate: @Sendable (String?) -> Result<Set<Scope>, APITokenRefusal>
+    /// Checks a session token for a session.
+    public var sessionToken: @Sendable (String?, String) -> Bool
+    /// Where internal errors are logged.
+    public var log: @Sendable (String) -> Void
+
+    /// Options with the given checks.
+    public init(
+        corsOrigins: [String] = [],
+        authenticate: @escaping @Sendable (String?) -> Result<Set<Scope>, APITokenRefusal>,
+        sessionToken: @escaping @Sendable (String?, String) -> Bool = { _, _ in false },
+        log: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
+        self.corsOrigins = corsOrigins
+        self.authenticate = authenticate
+        self.sessionToken = sessionToken
+        self.log = log
+    }
+}
+
+/// Matches requests to routes and answers them: strict path and query grammar, authentication,
+/// CORS, problem+json for every error, and request metrics. Testable without a socket.
+public final class Router: Sendable {
+    /// The routes, in match order.
+    public let routes: [Route]
+    let options: RouterOptions
+    let metrics: Metrics?
+
+    /// A router over `routes`.
+    public init(routes: [Route], options: RouterOptions, metrics: Metrics? = nil) {
+        self.routes = routes
+        self.options = options
+        self.metrics = metrics
+        metrics?.declare("guardplay_http_requests_total", .counter, help: "HTTP requests by route, method and status.")
+        metrics?.declare(
+            "guardplay_http_request_duration_seconds", .histogram, help: "Time to build a response, by route.")
+        metrics?.declare(
+            "guardplay_http_rejections_total", .counter, help: "Requests the server refused before routing.")
+    }
+
+    /// The response to `request`.
+    public func respond(to request: HTTPRequest) -> HTTPResponse {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let (route, response) = dispatch(request)
+        var final = response
+        if request.path.hasPrefix("/v1/") { applyCORS(request, to: &final) }
+        if let metrics {
+            let name = route?.pattern ?? "unmatched"
+            let method = route == nil ? "other" : request.method == "HEAD" ? "GET" : route!.method
+            metrics.increment(
+                "guardplay_http_requests_total", ["route": name, "method": method, "status": String(final.status)])
+            metrics.observe(
+                "guardplay_http_request_duration_seconds", ["route": name],
+                Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+        }
+        return final
+    }
+
+    /// The response to a request the server itself refused.
+    public func respond(to rejection: Rejection) -> HTTPResponse {
+        metrics?.increment("guardplay_http_rejections_total", ["reason": rejection.reason.rawValue])
+        return rejection.problem.response()
+    }
+
+    private func dispatch(_ request: HTTPRequest) -> (Route?, HTTPResponse) {
+        let parts: [Substring]
+        let query: [String: String]
+        do {
+            parts = try Self.pathSegments(request.path)
+            query = try Self.queryParameters(request.query)
+        } catch {
+            return (nil, Self.problem(for: error, log: options.log).response())
+        }
+        let candidates = routes.compactMap { route in route.match(parts).map { (route, $0) } }
+        guard !candidates.isEmpty else {
+            return (nil, APIProblem.notFound("No route matches \(printable(request.path)).").problem.response())
+        }
+        let allowed = Set(candidates.map(\.0.method)).union(
+            candidates.contains { $0.0.method == "GET" } ? ["HEAD"] : [])
+        let allowHeader = (allowed.union(["OPTIONS"])).sorted().joined(separator: ", ")
+        if request.method == "OPTIONS" {
+            return (candidates[0].0, preflight(request, allow: allowHeader))
+        }
+        let method = request.method == "HEAD" ? "GET" : request.method
+        guard let (route, parameters) = candidates.first(where: { $0.0.method == method }) else {
+            let problem = Problem(
+                code: "method-not-allowed", title: "Method not allowed", status: 405,
+                detail: "\(printable(request.method)) is not allowed here; use \(allowHeader).")
+            return (candidates[0].0, problem.response(headers: HTTPHeaders([("Allow", allowHeader)])))
+        }
+        do {
+            let scopes = try authorize(route, request: request, parameters: parameters, query: query)
+            let context = RequestContext(request: request, parameters: parameters, query: query, scopes: scopes)
+            return (route, try route.handler(context))
+        } catch {
+            return (route, Self.problem(for: error, log: options.log).response())
+        }
+    }
+
+    private func authorize(
+        _ route: Route, request: HTTPRequest, parameters: [String: String], query: [String: String]
+    ) throws -> Set<Scope> {
+        let needed: Scope
+        switch route.access {
+        case .open: return []
+        case .scope(let scope): needed = scope
+        case .scopeOrSessionToken(let scope):
+            let bearer = Self.bearer(request.headers)
+            if let id = parameters["id"], options.sessionToken(query["token"] ?? bearer, id) { return [] }
+            needed = scope
+        }
+        switch options.authenticate(Self.bearer(request.headers)) {
+        case .failure(let refusal): throw refusal
+        case .success(let scopes):
+            guard APITokens.allows(scopes, needed) else { throw APITokenRefusal.insufficientScope }
+            return scopes
+        }
+    }
+
+    static func bearer(_ headers: HTTPHeaders) -> String? {
+        guard let value = headers["Authorization"] else { return nil }
+        let parts = value.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return parts[1].trimmingCharacters(in: .whitespaces)
+    }
+
+    static func problem(for error: any Error, log: @Sendable (String) -> Void) -> Problem {
+        if let convertible = error as? any ProblemConvertible { return convertible.problem }
+        log("internal error: \(error)")
+        return Problem(
+            code: "internal-error", title: "Internal server error", status: 500,
+            detail: "The gateway failed to answer; the error is in its log.")
+    }
+
+    // MARK: Grammar
+
+    /// The path's segments: only unreserved characters, no empty, `.` or `..` segment, no escapes.
+    static func pathSegments(_ path: String) throws -> [Substring] {
+        guard path.hasPrefix("/") else { throw APIProblem.badRequest("invalid-path", "The path must start with '/'.") }
+        let valid = path.utf8.allSatisfy { byte in
+            Identifier.isIDByte(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "~")
+                || byte == UInt8(ascii: "/")
+        }
+        guard valid else {
+            throw APIProblem.badRequest(
+                "invalid-path", "The path may contain only letters, digits and '-', '_', '.', '~' and '/'.")
+        }
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        if parts.count == 1 && parts.first == "" { return [] }
+        guard !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else {
+            throw APIProblem.badRequest("invalid-path", "The path may not contain empty, '.' or '..' segments.")
+        }
+        return Array(parts)
+    }
+
+    /// The query's parameters, percent-decoded (`+` is a space); a repeated name, a bad escape, `%00`
+    /// or text that is not UTF-8 is a 400.
+    static func queryParameters(_ query: String?) throws -> [String: String] {
+        guard let query, !query.isEmpty else { return [:] }
+        var parameters: [String: String] = [:]
+        let pairs = query.split(separator: "&", omittingEmptySubsequences: true)
+        guard pairs.count <= 32 else {
+            throw APIProblem.badRequest("invalid-query", "The query has more than 32 parameters.")
+        }
+        for pair in pairs {
+            let halves = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = percentDecode(halves[0]), let value = percentDecode(halves.count > 1 ? halves[1] : "")
+            else {
+                throw APIProblem.badRequest(
+                    "invalid-query", "The query has a malformed escape, a NUL byte or text that is not UTF-8.")
+            }
+            guard parameters[name] == nil else {
+                throw APIProblem.badRequest("invalid-query", "The query parameter '\(printable(name))' is repeated.")
+            }
+            parameters[name] = value
+        }
+        return parameters
+    }
+
+    static func percentDecode(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "+"): bytes.append(0x20)
+            case UInt8(ascii: "%"):
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    return nil
+                }
+                let decoded = high << 4 | low
+                guard decoded != 0 else { return nil }
+                bytes.append(decoded)
+            default: bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 48...57: byte - 48
+        case 65...70: byte - 55
+        case 97...102: byte - 87
+        default: nil
+        }
+    }
+
+    // MARK: CORS
+
+    private func allowedOrigin(_ request: HTTPRequest) -> String? {
+        guard let origin = request.headers["Origin"] else { return nil }
+        if options.corsOrigins.contains("*") { return "*" }
+        return options.corsOrigins.contains(origin) ? origin : nil
+    }
+
+    /// Adds the CORS response fields for an allowed origin: the origin echoed (or `*` when any origin
+    /// is allowed, which never comes with credentials), and the fields hls.js reads.
+    private func applyCORS(_ request: HTTPRequest, to response: inout HTTPResponse) {
+        response.headers.add("Vary", "Origin")
+        guard let origin = allowedOrigin(request) else { return }
+        response.headers.set("Access-Control-Allow-Origin", origin)
+        response.headers.set("Access-Control-Expose-Headers", "Content-Length, Content-Range, Accept-Ranges, Location")
+    }
+
+    private func preflight(_ request: HTTPRequest, allow: String) -> HTTPResponse {
+        guard request.headers["Origin"] != nil else {
+            return HTTPResponse(status: 204, headers: HTTPHeaders([("Allow", allow)]))
+        }
+        guard allowedOrigin(request) != nil else {
+            return Problem(
+                code: "origin-not-allowed", title: "Origin not allowed", status: 403,
+                detail: "This origin may not make cross-origin requests here."
+            ).response()
+        }
+        return HTTPResponse(
+            status: 204,
+            headers: HTTPHeaders([
+                ("Allow", allow), ("Access-Control-Allow-Methods", allow),
+                ("Access-Control-Allow-Headers", "Authorization, Content-Type, Range, Idempotency-Key"),
+                ("Access-Control-Max-Age", "600"),
+            ]))
+    }
+}
+
+/// `text` with anything but printable ASCII replaced by `?`, cut to 80 characters, for messages.
+func printable(_ text: String) -> String {
+    let cut = text.utf8.prefix(80).map { ($0 >= 0x20 && $0 < 0x7F) ? $0 : UInt8(ascii: "?") }
+    return String(decoding: cut, as: UTF8.self) + (text.utf8.count > 80 ? "…" : "")
+}

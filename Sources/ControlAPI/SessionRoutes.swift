@@ -1,0 +1,100 @@
+import Foundation
+import Gateway
+import HTTPServer
+
+/// Sessions: creation with a signed playback URL, revocation, capture-state reports, commands and the
+/// session's event stream.
+enum SessionRoutes {
+    static func routes(gateway: Gateway, publicURL: String?) -> [Route] {
+        [
+            Route("POST", "/v1/sessions", access: .scope(.control)) { context in
+                let body = try context.jsonObject().allowing(["asset", "ttlSeconds"])
+                let asset = try body.requiredID("asset")
+                let ttl = try body.integer("ttlSeconds", in: 1...Int64(gateway.configuration.maxSessionTTL))
+                let (session, token) = try gateway.createSession(
+                    asset: asset, ttl: ttl.map(TimeInterval.init), remote: context.request.remoteAddress)
+                let master = gateway.asset(asset)?.master ?? "master.m3u8"
+                let path = "/v1/hls/\(asset)/\(master)?token=\(token)"
+                let base = publicURL ?? hostURL(context.request.headers["Host"])
+                let json = JSON.object([
+                    "id": .string(session.id), "asset": .string(asset),
+                    "createdAt": Representation.date(session.createdAt),
+                    "expiresAt": Representation.date(session.expiresAt), "token": .string(token),
+                    "playbackPath": .string(path), "playbackUrl": base.map { .string($0 + path) },
+                ])
+                return json.response(status: 201, headers: HTTPHeaders([("Location", "/v1/sessions/\(session.id)")]))
+            },
+            Route("GET", "/v1/sessions/{id}", access: .scopeOrSessionToken(.control)) { context in
+                guard let session = gateway.sessions.session(context.parameter("id")) else {
+                    throw GatewayError(.notFound, code: "session-not-found", detail: "No such session.")
+                }
+                return Representation.session(session).response()
+            },
+            Route("DELETE", "/v1/sessions/{id}", access: .scope(.control)) { context in
+                try gateway.revokeSession(context.parameter("id"), remote: context.request.remoteAddress)
+                return HTTPResponse(status: 204, headers: HTTPHeaders([("Cache-Control", "no-store")]))
+            },
+            Route("PUT", "/v1/sessions/{id}/capture-state", access: .scopeOrSessionToken(.control)) { context in
+                let body = try context.jsonObject().allowing(["capturing", "seq", "observedAt"])
+                let (outcome, session) = try gateway.reportCapture(
+                    session: context.parameter("id"), capturing: try body.requiredBool("capturing"),
+                    seq: UInt64(try body.requiredInteger("seq", in: 0...9_007_199_254_740_991)),
+                    observedAt: try body.requiredTimestamp("observedAt"))
+                let applied: Bool
+                if case .applied = outcome { applied = true } else { applied = false }
+                return JSON.object(["applied": .bool(applied), "capture": Representation.capture(session.capture)])
+                    .response()
+            },
+            Route("POST", "/v1/sessions/{id}/commands", access: .scope(.control)) { context in
+                let body = try context.jsonObject().allowing(["command"])
+                let name = try body.requiredString("command", maxLength: 16)
+                guard let command = SessionCommand(rawValue: name) else {
+                    throw APIProblem.invalid("Field 'command' must be one of pause, resume, stop.")
+                }
+                try gateway.send(command, to: context.parameter("id"))
+                return JSON.object(["command": .string(command.rawValue), "session": .string(context.parameter("id"))])
+                    .response(status: 202)
+            },
+            Route("GET", "/v1/sessions/{id}/events", access: .scopeOrSessionToken(.control)) { context in
+                try events(gateway: gateway, session: context.parameter("id"))
+            },
+        ]
+    }
+
+    /// An event stream of the session's capture state, commands and revocation. It opens with the
+    /// current capture state and ends after a revocation.
+    static func events(gateway: Gateway, session id: String) throws -> HTTPResponse {
+        guard let current = gateway.sessions.session(id) else {
+            throw GatewayError(.notFound, code: "session-not-found", detail: "No such session.")
+        }
+        let stream = EventStream()
+        stream.send(Array("retry: 3000\n\n".utf8))
+        // Subscribe before reading the state to send first, so no change falls between the two.
+        let subscription = gateway.events.subscribe(session: id) { event in
+            guard stream.send(Representation.event(event)) else { return false }
+            if case .revoked = event {
+                stream.finish()
+                return false
+            }
+            return true
+        }
+        stream.onClose { gateway.events.unsubscribe(session: id, id: subscription) }
+        stream.send(Representation.event(.captureState(gateway.sessions.session(id)?.capture ?? current.capture)))
+        if let revokedAt = current.record.revokedAt {
+            stream.send(Representation.event(.revoked(at: revokedAt)))
+            stream.finish()
+        }
+        return HTTPResponse(status: 200, headers: eventStreamHeaders, body: .stream(stream))
+    }
+
+    /// `http://host` from a `Host` field that is a plain host name or address with an optional port.
+    static func hostURL(_ host: String?) -> String? {
+        guard let host, !host.isEmpty, host.utf8.count <= 255,
+            host.utf8.allSatisfy({
+                Identifier.isIDByte($0)
+                    || [UInt8(ascii: "."), UInt8(ascii: ":"), UInt8(ascii: "["), UInt8(ascii: "]")].contains($0)
+            })
+        else { return nil }
+        return "http://\(host)"
+    }
+}

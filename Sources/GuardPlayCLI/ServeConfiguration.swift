@@ -1,0 +1,174 @@
+import Foundation
+
+/// Everything `guard-play serve` (and `guard-play tokens`) can be told, from a config file and the
+/// command line; the command line wins. The file holds `key = value` lines whose keys are the long
+/// option names, with `#` comments; list values are comma-separated.
+struct ServeConfiguration: Equatable {
+    var host = "127.0.0.1"
+    var port: UInt16 = 8080
+    var dataDirectory = "guard-data"
+    var kekFile: String?
+    var publicURL: String?
+    var corsOrigins: [String] = []
+    var inputRoot = "."
+    var importRoots: [String] = []
+    var sessionTTL: Double = 4 * 3600
+    var captureLease: Double = 10
+    var jobWorkers = 1
+    var threads = 4
+    var connectionLimit = 1024
+    var idleTimeout: Double = 30
+    var headerTimeout: Double = 10
+    var maxBodyBytes = 64 * 1024
+    var drain: Double = 5
+
+    /// The options that take a value, shared by the config file and the command line.
+    static let keys = [
+        "listen", "data", "kek-file", "public-url", "cors-origin", "input-root", "import-root", "session-ttl", "lease",
+        "job-workers", "threads", "connection-limit", "idle-timeout", "header-timeout", "max-body", "drain",
+    ]
+    /// Keys that may be given more than once on the command line (the file takes comma lists).
+    static let repeatable: Set<String> = ["cors-origin", "import-root"]
+
+    /// The command-line options, for `Arguments`.
+    static var options: [Arguments.Option] {
+        keys.map { Arguments.Option($0, repeatable: repeatable.contains($0)) } + [Arguments.Option("config")]
+    }
+
+    /// The configuration from `--config FILE` (when given) overlaid with the other options.
+    static func load(_ arguments: Arguments) throws(CLIError) -> ServeConfiguration {
+        var configuration = ServeConfiguration()
+        if let path = arguments.value("config") {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw CLIError(.inputMissing, "cannot read config file \(path)")
+            }
+            guard let text = String(data: data, encoding: .utf8) else {
+                throw CLIError(.badValue, "config \(path): not UTF-8 text")
+            }
+            try configuration.apply(file: text, path: path)
+        }
+        for key in keys {
+            let values = arguments.all(key)
+            guard !values.isEmpty else { continue }
+            if repeatable.contains(key) {
+                try configuration.set(key, values.joined(separator: ","), source: "--\(key)")
+            } else {
+                try configuration.set(key, values[values.count - 1], source: "--\(key)")
+            }
+        }
+        return configuration
+    }
+
+    mutating func apply(file text: String, path: String) throws(CLIError) {
+        var seen = Set<String>()
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
+                .trimmingCharacters(in: .whitespaces)
+            guard !line.isEmpty else { continue }
+            let source = "config \(path):\(index + 1)"
+            guard let equals = line.firstIndex(of: "=") else {
+                throw CLIError(.badValue, "\(source): expected 'key = value'")
+            }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let normalised = key == "cors-origins" ? "cors-origin" : key == "import-roots" ? "import-root" : key
+            guard Self.keys.contains(normalised) else { throw CLIError(.badValue, "\(source): unknown key '\(key)'") }
+            guard seen.insert(normalised).inserted else { throw CLIError(.badValue, "\(source): '\(key)' given twice") }
+            try set(normalised, value, source: source)
+        }
+    }
+
+    mutating func set(_ key: String, _ value: String, source: String) throws(CLIError) {
+        func bad(_ expected: String) -> CLIError {
+            CLIError(.badValue, "\(source): invalid value '\(value)' for \(key): expected \(expected)")
+        }
+        func count(_ range: ClosedRange<Int>) throws(CLIError) -> Int {
+            guard let number = Int(value), range.contains(number) else {
+                throw bad("an integer from \(range.lowerBound) to \(range.upperBound)")
+            }
+            return number
+        }
+        func duration(_ range: ClosedRange<Double>) throws(CLIError) -> Double {
+            guard let seconds = Self.parseDuration(value), range.contains(seconds) else {
+                throw bad("a duration such as 30s, 5m or 4h, from \(range.lowerBound) to \(range.upperBound) seconds")
+            }
+            return seconds
+        }
+        func list() -> [String] {
+            value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        switch key {
+        case "listen":
+            guard let (host, port) = Self.parseAddress(value) else { throw bad("HOST:PORT, such as 127.0.0.1:8080") }
+            self.host = host
+            self.port = port
+        case "data":
+            guard !value.isEmpty else { throw bad("a directory") }
+            dataDirectory = value
+        case "kek-file":
+            guard !value.isEmpty else { throw bad("a file") }
+            kekFile = value
+        case "public-url":
+            guard value.hasPrefix("http://") || value.hasPrefix("https://"), !value.contains(where: \.isWhitespace)
+            else { throw bad("an http:// or https:// URL") }
+            publicURL = value.hasSuffix("/") ? String(value.dropLast()) : value
+        case "cors-origin":
+            let origins = list()
+            for origin in origins where origin != "*" && !(origin.hasPrefix("http://") || origin.hasPrefix("https://"))
+            {
+                throw CLIError(
+                    .badValue, "\(source): invalid CORS origin '\(origin)': expected * or scheme://host[:port]")
+            }
+            corsOrigins = origins
+        case "input-root":
+            guard !value.isEmpty else { throw bad("a directory") }
+            inputRoot = value
+        case "import-root": importRoots = list()
+        case "session-ttl": sessionTTL = try duration(60...86400)
+        case "lease": captureLease = try duration(1...3600)
+        case "job-workers": jobWorkers = try count(1...64)
+        case "threads": threads = try count(1...256)
+        case "connection-limit": connectionLimit = try count(1...100_000)
+        case "idle-timeout": idleTimeout = try duration(1...3600)
+        case "header-timeout": headerTimeout = try duration(1...300)
+        case "max-body": maxBodyBytes = try count(1024...64 * 1024 * 1024)
+        case "drain": drain = try duration(0...300)
+        default: throw CLIError(.usage, "\(source): unknown key '\(key)'")
+        }
+    }
+
+    /// `30`, `30s`, `5m`, `4h` or `1.5s`, in seconds.
+    static func parseDuration(_ text: String) -> Double? {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600]
+        var number = Substring(text)
+        var scale = 1.0
+        if let last = number.last, let unit = units[last] {
+            scale = unit
+            number = number.dropLast()
+        }
+        guard !number.isEmpty, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
+            let value = Double(number), value.isFinite
+        else { return nil }
+        return value * scale
+    }
+
+    /// `host:port`, `[v6]:port`, or `:port` (which means 127.0.0.1).
+    static func parseAddress(_ text: String) -> (String, UInt16)? {
+        var host: Substring
+        var portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                return nil
+            }
+            host = text[text.index(after: text.startIndex)..<close]
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        }
+        if host.isEmpty { host = "127.0.0.1" }
+        guard let port = UInt16(portText), portText.allSatisfy(\.isNumber) else { return nil }
+        return (String(host), port)
+    }
+}
