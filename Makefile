@@ -4,7 +4,12 @@ SWIFTFLAGS ?= -Xswiftc -warnings-as-errors
 BIN        := .build/debug/guard-play
 RELEASE    := .build/release/guard-play
 
-.PHONY: setup build release run test lint format fixtures clean
+# schemathesis (PyPI) fuzzes the live gateway in the end-to-end tests; it lives in a venv of Debian's
+# python3, made once.
+VENV       := .build/venv
+SCHEMATHESIS_VERSION := 4.32.5
+
+.PHONY: setup build release run test lint format fixtures openapi clean
 
 setup:
 	@scripts/setup.sh
@@ -26,12 +31,21 @@ lint:
 format:
 	$(SWIFT) format format -i -r Sources Tests Package.swift
 
-test: setup lint
+test: setup lint $(VENV)/.schemathesis-$(SCHEMATHESIS_VERSION)
 	$(SWIFT) build $(SWIFTFLAGS) --build-tests
 	$(SWIFT) test $(SWIFTFLAGS) --skip-build
 
 fixtures:
 	media/make-fixtures.sh
+
+$(VENV)/.schemathesis-$(SCHEMATHESIS_VERSION):
+	/usr/bin/python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check schemathesis==$(SCHEMATHESIS_VERSION)
+	touch $@
+
+# Embeds docs/openapi.yaml in the binary after it changes (a test fails while they differ).
+openapi:
+	scripts/embed-openapi.sh
 
 clean:
 	rm -rf .build

@@ -260,17 +260,17 @@ extension OpenAPIDocument {
               tags: [sessions]
               operationId: streamSessionEvents
               summary: "Server-Sent Events: capture-state (first, then on every change), command, and revoked (last)."
-              description: "Needs the control scope or the session's own token. Each event's data is one JSON object: a CaptureState, a command {command, at} or {at}."
+              description: "Needs the control scope or the session's own token. Each event's data is one line of JSON."
               security:
                 - bearerAuth: []
                 - sessionToken: []
               responses:
                 "200":
-                  description: An open event stream.
+                  description: An open event stream; each event's schema is SessionEvent.
                   content:
                     text/event-stream:
                       schema:
-                        type: string
+                        $ref: "#/components/schemas/SessionEvent"
                 "401":
                   $ref: "#/components/responses/Problem"
                 "403":
@@ -722,11 +722,11 @@ extension OpenAPIDocument {
               summary: "Server-Sent Events: status (first), then the player's events."
               responses:
                 "200":
-                  description: An open event stream.
+                  description: An open event stream; each event's schema is PlayerEvent.
                   content:
                     text/event-stream:
                       schema:
-                        type: string
+                        $ref: "#/components/schemas/PlayerEvent"
                 "401":
                   $ref: "#/components/responses/Problem"
                 "403":
@@ -944,6 +944,55 @@ extension OpenAPIDocument {
                   $ref: "#/components/schemas/Timestamp"
                 capture:
                   $ref: "#/components/schemas/CaptureState"
+            SessionEvent:
+              type: object
+              description: One Server-Sent Event of a session's stream.
+              required: [event, data]
+              properties:
+                event:
+                  type: string
+                  enum: [capture-state, command, revoked]
+                data:
+                  type: string
+                  contentMediaType: application/json
+                  contentSchema:
+                    anyOf:
+                      - $ref: "#/components/schemas/CaptureState"
+                      - $ref: "#/components/schemas/CommandEvent"
+                      - $ref: "#/components/schemas/RevokedEvent"
+                id:
+                  type: string
+                retry:
+                  type: integer
+            CommandEvent:
+              type: object
+              required: [command, at]
+              properties:
+                command:
+                  type: string
+                  enum: [pause, resume, stop]
+                at:
+                  $ref: "#/components/schemas/Timestamp"
+            RevokedEvent:
+              type: object
+              required: [at]
+              properties:
+                at:
+                  $ref: "#/components/schemas/Timestamp"
+            PlayerEvent:
+              type: object
+              description: "One Server-Sent Event of a player's stream: status first, then the player's own events."
+              required: [event, data]
+              properties:
+                event:
+                  type: string
+                data:
+                  type: string
+                  contentMediaType: application/json
+                id:
+                  type: string
+                retry:
+                  type: integer
             CaptureReport:
               type: object
               additionalProperties: false

@@ -80,7 +80,6 @@ public final class HTTPServer: Sendable {
                 cmhd_option_value(.CONNECTION_TIMEOUT, configuration.idleTimeoutSeconds),
                 cmhd_option_value(.CONNECTION_MEMORY_LIMIT, configuration.connectionMemoryLimit),
                 cmhd_option_value(.LISTEN_BACKLOG_SIZE, 1024),
-                cmhd_option_value(.LISTENING_ADDRESS_REUSE, 1),
                 cmhd_option_pointer(.SOCK_ADDR, UnsafeMutableRawPointer(mutating: sockaddr)),
                 cmhd_option_unescape(keepTargetEscaped, nil),
                 cmhd_option_uri_log(requestLineArrived, context),

@@ -42,12 +42,12 @@ final class GatewayServer {
     func start() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: guardPlayBinary)
-        process.arguments =
-            [
-                "serve", "--data", dataDirectory, "--listen", "127.0.0.1:0", "--drain", "0", "--import-root",
-                importRoot,
-                "--input-root", inputRoot, "--threads", "2",
-            ] + extraArguments
+        // Defaults for the test, unless the test gives the option itself.
+        let defaults = [
+            ("--data", dataDirectory), ("--listen", "127.0.0.1:0"), ("--drain", "0"), ("--import-root", importRoot),
+            ("--input-root", inputRoot), ("--threads", "2"),
+        ].filter { !extraArguments.contains($0.0) }
+        process.arguments = ["serve"] + defaults.flatMap { [$0.0, $0.1] } + extraArguments
         var merged = ProcessInfo.processInfo.environment
         for (key, value) in environment { merged[key] = value }
         process.environment = merged

@@ -157,6 +157,9 @@ public final class EventStreamReader {
     /// The response's status code.
     public var status: Int { RawResponse(bytes).status }
 
+    /// Everything received so far, for failure messages.
+    public var transcript: String { String(decoding: bytes, as: UTF8.self) }
+
     /// The data of the next event named `name` whose data contains `fragment`, skipping others;
     /// nil when none arrives within `timeout` seconds.
     public func next(_ name: String, containing fragment: String = "", timeout: Double = 10) -> String? {
@@ -168,7 +171,7 @@ public final class EventStreamReader {
             {
                 consumed = end
                 let data = String(decoding: bytes[(start + marker.count)..<end], as: UTF8.self)
-                if data.contains(fragment) { return data }
+                if fragment.isEmpty || data.contains(fragment) { return data }
                 continue
             }
             let remaining = deadline.timeIntervalSinceNow

@@ -1,0 +1,203 @@
+import Foundation
+import HTTPTestSupport
+import Testing
+
+/// The files in deploy/: the systemd unit, the example configuration, and the nginx front, each
+/// checked by the tool that will read it, and nginx once for real on loopback.
+@Suite(.serialized) struct DeployTests {
+    static let deploy = repositoryRoot.appendingPathComponent("deploy")
+
+    @Test func theExampleConfigurationIsAccepted() throws {
+        let result = try guardPlay([
+            "serve", "--config", Self.deploy.appendingPathComponent("guardplay.conf").path, "--check-config",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("listen 127.0.0.1:8080, data /var/lib/guardplay"))
+    }
+
+    @Test func theSystemdUnitVerifiesAndRunsTheConfigurationCheck() throws {
+        let directory = try TemporaryDirectory()
+        var unit = try String(contentsOf: Self.deploy.appendingPathComponent("guardplay.service"), encoding: .utf8)
+        #expect(unit.contains("ExecStart=/usr/local/bin/guard-play serve --config /etc/guardplay/guardplay.conf\n"))
+        #expect(unit.contains("KillSignal=SIGTERM\n"))
+        unit = unit.replacingOccurrences(of: "/usr/local/bin/guard-play", with: guardPlayBinary)
+        let path = directory.path("guardplay.service")
+        try unit.write(toFile: path, atomically: true, encoding: .utf8)
+        let verify = try run("/usr/bin/systemd-analyze", ["verify", path])
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(!verify.stderr.contains("guardplay.service:"), "\(verify.stderr)")
+    }
+
+    @Test func nginxAcceptsTheFrontConfigurationAndCachesSegmentsButNeverKeys() throws {
+        let server = try GatewayServer()
+        let admin = try server.token("admin")
+        let clip = try makeAESHLS(in: server.importRoot, name: "clip")
+        try server.importAsset(clip, id: "clip", token: admin)
+        let (_, token) = try server.session("clip", token: admin)
+        let nginx = try NginxFront(upstreamPort: server.port)
+        #expect(nginx.syntaxCheck.status == 0, "\(nginx.syntaxCheck.stderr)")
+        #expect(nginx.syntaxCheck.stderr.contains("syntax is ok"))
+        try nginx.start()
+        defer { nginx.stop() }
+
+        let master = try nginx.get("/v1/hls/clip/master.m3u8?token=\(token)")
+        #expect(master.status == 200 && master.text.contains("media.m3u8?token=\(token)"))
+        #expect(master.header("X-Cache-Status") == nil)
+        let first = try nginx.get("/v1/hls/clip/seg1.ts")
+        let second = try nginx.get("/v1/hls/clip/seg1.ts?token=ignored")
+        #expect(first.status == 200 && first.header("X-Cache-Status") == "MISS")
+        #expect(second.status == 200 && second.header("X-Cache-Status") == "HIT" && second.body == first.body)
+        let ranged = try nginx.get("/v1/hls/clip/seg1.ts", headers: ["Range: bytes=0-187"])
+        #expect(ranged.status == 206 && ranged.body == Array(first.body.prefix(188)))
+
+        let grantsBefore = try keyGrants(server)
+        for _ in 0..<3 {
+            let key = try nginx.get("/v1/keys/\(clip.kid)?token=\(token)")
+            #expect(key.status == 200 && key.body == clip.key)
+            #expect(key.header("Cache-Control") == "no-store")
+            #expect(key.header("X-Cache-Status") == nil)
+        }
+        #expect(try keyGrants(server) == grantsBefore + 3, "a key was served from a cache")
+        #expect(try nginx.get("/v1/keys/\(clip.kid)").status == 401)
+        #expect(try nginx.get("/metrics").status == 404)
+
+        // FFmpeg plays the stream through nginx over TLS; every segment is then in nginx's cache.
+        let played = try run(
+            "/usr/bin/ffmpeg",
+            [
+                "-nostdin", "-loglevel", "error", "-i", nginx.url("/v1/hls/clip/master.m3u8?token=\(token)"), "-f",
+                "null", "-",
+            ])
+        #expect(played.status == 0, "\(played.stderr)")
+        #expect(try nginx.get("/v1/hls/clip/seg0.ts").header("X-Cache-Status") == "HIT")
+    }
+
+    func keyGrants(_ server: GatewayServer) throws -> Int {
+        let metrics = try server.call("GET", "/metrics").text
+        let line = metrics.split(separator: "\n").first {
+            $0.hasPrefix("guardplay_key_requests_total{outcome=\"granted\"}")
+        }
+        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+    }
+}
+
+/// nginx on a loopback port with TLS (a self-signed certificate made with the openssl CLI), running
+/// deploy/nginx/guardplay.conf with its addresses and paths pointed into a temporary prefix.
+final class NginxFront {
+    let prefix: TemporaryDirectory
+    let port: UInt16
+    var process: Process?
+    let syntaxCheck: ProcessResult
+
+    init(upstreamPort: UInt16) throws {
+        prefix = try TemporaryDirectory()
+        port = try freePort()
+        let root = prefix.url.path
+        for name in ["cache", "logs", "temp"] {
+            try FileManager.default.createDirectory(atPath: prefix.path(name), withIntermediateDirectories: true)
+        }
+        let certificate = try run(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-keyout",
+                prefix.path("key.pem"), "-out", prefix.path("cert.pem"),
+            ])
+        guard certificate.status == 0 else { throw RawClientError("openssl: \(certificate.stderr)") }
+        var site = try String(
+            contentsOf: repositoryRoot.appendingPathComponent("deploy/nginx/guardplay.conf"), encoding: .utf8)
+        // Point the deployed file at this test's ports and paths; each must be there exactly once.
+        let substitutions = [
+            ("server 127.0.0.1:8080;", "server 127.0.0.1:\(upstreamPort);"),
+            ("listen 443 ssl http2;", "listen 127.0.0.1:\(port) ssl http2;"),
+            ("/var/cache/nginx/guardplay", prefix.path("cache")),
+            ("/etc/ssl/guardplay/fullchain.pem", prefix.path("cert.pem")),
+            ("/etc/ssl/guardplay/privkey.pem", prefix.path("key.pem")),
+        ]
+        for (from, to) in substitutions {
+            guard site.components(separatedBy: from).count == 2 else {
+                throw RawClientError("deploy/nginx/guardplay.conf no longer contains '\(from)' exactly once")
+            }
+            site = site.replacingOccurrences(of: from, with: to)
+        }
+        try site.write(toFile: prefix.path("guardplay.conf"), atomically: true, encoding: .utf8)
+        let main = """
+            worker_processes 1;
+            pid \(root)/nginx.pid;
+            error_log \(root)/logs/error.log info;
+            events { worker_connections 256; }
+            http {
+                access_log \(root)/logs/access.log;
+                client_body_temp_path \(root)/temp/body;
+                proxy_temp_path \(root)/temp/proxy;
+                fastcgi_temp_path \(root)/temp/fastcgi;
+                uwsgi_temp_path \(root)/temp/uwsgi;
+                scgi_temp_path \(root)/temp/scgi;
+                include \(root)/guardplay.conf;
+            }
+
+            """
+        try main.write(toFile: prefix.path("nginx.conf"), atomically: true, encoding: .utf8)
+        // Worker processes run as an unprivileged user when the tests run as root.
+        _ = try run("/bin/chmod", ["-R", "a+rwX", root])
+        syntaxCheck = try run("/usr/sbin/nginx", ["-t", "-p", root + "/", "-c", prefix.path("nginx.conf")])
+    }
+
+    func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+        process.arguments = ["-p", prefix.url.path + "/", "-c", prefix.path("nginx.conf"), "-g", "daemon off;"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        for _ in 0..<100 {
+            if (try? RawClient(port: port)) != nil { return }
+            usleep(50_000)
+        }
+        throw RawClientError("nginx did not start listening on \(port)")
+    }
+
+    func stop() {
+        guard let process, process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    func url(_ target: String) -> String { "https://127.0.0.1:\(port)\(target)" }
+
+    /// A GET through nginx over TLS with curl, headers and body kept apart.
+    func get(_ target: String, headers: [String] = []) throws -> RawResponse {
+        let output = prefix.path("curl-\(UUID().uuidString)")
+        let result = try run(
+            "/usr/bin/curl",
+            ["-sk", "--http1.1", "-D", output + ".head", "-o", output + ".body", url(target)]
+                + headers.flatMap { ["-H", $0] })
+        guard result.status == 0 else { throw RawClientError("curl \(target): \(result.stderr)") }
+        let head = try Data(contentsOf: URL(fileURLWithPath: output + ".head"))
+        let body = try Data(contentsOf: URL(fileURLWithPath: output + ".body"))
+        var response = Array(head)
+        if let length = RawResponse(response).header("Content-Length"), Int(length) != body.count {
+            throw RawClientError("curl \(target): body of \(body.count) bytes, Content-Length \(length)")
+        }
+        response += Array(body)
+        return RawResponse(response)
+    }
+}
+
+/// A TCP port nothing listens on right now.
+func freePort() throws -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+        }
+    }
+    guard bound else { throw RawClientError("bind: \(String(cString: strerror(errno)))") }
+    return UInt16(bigEndian: address.sin_port)
+}

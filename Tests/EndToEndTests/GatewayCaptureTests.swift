@@ -1,0 +1,91 @@
+import Foundation
+import HTTPTestSupport
+import Testing
+
+/// Acceptance 3: capture state over Server-Sent Events, leases, and deny-keys-while-capturing.
+@Suite(.serialized) struct GatewayCaptureTests {
+    func report(_ server: GatewayServer, session: String, token: String, capturing: Bool, seq: Int) throws
+        -> RawResponse
+    {
+        try server.call(
+            "PUT", "/v1/sessions/\(session)/capture-state?token=\(token)",
+            body: #"{"capturing":\#(capturing),"seq":\#(seq),"observedAt":"2027-03-01T12:00:00Z"}"#)
+    }
+
+    @Test func reportsTurnTheStreamCapturingAndALapsedLeaseTurnsItUnknown() throws {
+        let server = try GatewayServer(["--lease", "1s"])
+        let admin = try server.token("admin")
+        let clip = try makeAESHLS(in: server.importRoot, name: "clip")
+        try server.importAsset(clip, id: "clip", token: admin, denyKeysWhileCapturing: true)
+        let (session, token) = try server.session("clip", token: admin)
+
+        // Several listeners at once: the client itself (session token) and operators (API token).
+        let listeners = try [
+            EventStreamReader(port: server.port, target: "/v1/sessions/\(session)/events?token=\(token)"),
+            EventStreamReader(
+                port: server.port, target: "/v1/sessions/\(session)/events",
+                headers: [("Authorization", "Bearer \(admin)")]),
+            EventStreamReader(port: server.port, target: "/v1/sessions/\(session)/events?token=\(token)"),
+        ]
+        for listener in listeners {
+            #expect(listener.status == 200)
+            #expect(listener.next("capture-state", containing: #""state":"unknown""#) != nil)
+        }
+        // Unknown, under deny-keys-while-capturing: no key.
+        let unknown = try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)")
+        #expect(unknown.status == 403 && unknown.json?["type"] as? String == "/problems/capture-unknown")
+
+        #expect(try report(server, session: session, token: token, capturing: true, seq: 1).status == 200)
+        for listener in listeners {
+            #expect(listener.next("capture-state", containing: #""state":"capturing""#) != nil)
+        }
+        let capturing = try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)")
+        #expect(capturing.status == 403 && capturing.json?["type"] as? String == "/problems/capture-active")
+
+        // An out-of-order report changes nothing.
+        let stale = try report(server, session: session, token: token, capturing: false, seq: 1)
+        #expect(stale.json?["applied"] as? Bool == false)
+        #expect(try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 403)
+
+        #expect(try report(server, session: session, token: token, capturing: false, seq: 2).status == 200)
+        #expect(listeners[0].next("capture-state", containing: #""state":"clear""#) != nil)
+        let clear = try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)")
+        #expect(clear.status == 200 && clear.body == clip.key)
+
+        // No more reports: the lease lapses and every stream turns unknown.
+        for listener in listeners {
+            #expect(
+                listener.next("capture-state", containing: #""reason":"lease-lapsed""#, timeout: 10)?.contains(
+                    "unknown") == true)
+        }
+        #expect(try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 403)
+
+        // Commands reach the client; revocation ends every stream.
+        #expect(
+            try server.call("POST", "/v1/sessions/\(session)/commands", token: admin, body: #"{"command":"stop"}"#)
+                .status
+                == 202)
+        #expect(listeners[0].next("command", containing: "stop") != nil)
+        #expect(try server.call("DELETE", "/v1/sessions/\(session)", token: admin).status == 204)
+        for listener in listeners {
+            #expect(listener.next("revoked") != nil, "\(listener.transcript)")
+            #expect(listener.ended())
+        }
+        #expect(server.isUp)
+    }
+
+    @Test func refusesEventStreamsAndReportsWithoutTheRightToken() throws {
+        let server = try GatewayServer()
+        let admin = try server.token("admin")
+        let clip = try makeAESHLS(in: server.importRoot, name: "clip")
+        try server.importAsset(clip, id: "clip", token: admin)
+        let (session, _) = try server.session("clip", token: admin)
+        let (_, otherToken) = try server.session("clip", token: admin)
+        #expect(try EventStreamReader(port: server.port, target: "/v1/sessions/\(session)/events").status == 401)
+        #expect(
+            try EventStreamReader(port: server.port, target: "/v1/sessions/\(session)/events?token=\(otherToken)")
+                .status
+                == 401)
+        #expect(try report(server, session: session, token: otherToken, capturing: false, seq: 1).status == 401)
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import HTTPTestSupport
+import Testing
+
+/// Acceptance 4: hostile requests against the built gateway; each gets a 4xx and the server stays up.
+@Suite(.serialized) struct GatewayHostileTests {
+    struct Hostile: Sendable, CustomTestStringConvertible {
+        let name: String
+        let status: Int
+        let raw: String
+        var testDescription: String { name }
+    }
+
+    static let requests: [Hostile] = [
+        Hostile(
+            name: "malformed JSON", status: 400,
+            raw:
+                "POST /v1/sessions HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer TOKEN\r\nContent-Type: application/json\r\n"
+                + "Content-Length: 9\r\n\r\n{\"asset\":"),
+        Hostile(
+            name: "JSON nested too deep", status: 400,
+            raw: "POST /v1/sessions HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer TOKEN\r\nContent-Length: 2000\r\n\r\n"
+                + String(repeating: "[", count: 1000) + String(repeating: "]", count: 1000)),
+        Hostile(
+            name: "oversized body by Content-Length", status: 413,
+            raw:
+                "POST /v1/sessions HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer TOKEN\r\nContent-Length: 10000000\r\n\r\n{"
+        ),
+        Hostile(
+            name: "oversized chunked body", status: 413,
+            raw:
+                "PUT /v1/assets/x HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer TOKEN\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + String(repeating: "4000\r\n" + String(repeating: "a", count: 16384) + "\r\n", count: 5) + "0\r\n\r\n"),
+        Hostile(
+            name: "..%2f traversal", status: 400, raw: "GET /v1/hls/clip/..%2f..%2fkek HTTP/1.1\r\nHost: t\r\n\r\n"),
+        Hostile(name: "../ traversal", status: 400, raw: "GET /v1/hls/clip/../../kek HTTP/1.1\r\nHost: t\r\n\r\n"),
+        Hostile(
+            name: "%00 in the path", status: 400, raw: "GET /v1/hls/clip/seg0.ts%00.m3u8 HTTP/1.1\r\nHost: t\r\n\r\n"),
+        Hostile(name: "%00 in the query", status: 400, raw: "GET /v1/keys/abc?token=%00 HTTP/1.1\r\nHost: t\r\n\r\n"),
+        Hostile(
+            name: "very long segment", status: 404,
+            raw: "GET /v1/hls/clip/\(String(repeating: "a", count: 3000)).ts HTTP/1.1\r\nHost: t\r\n\r\n"),
+        Hostile(
+            name: "path beyond the target limit", status: 414,
+            raw: "GET /v1/hls/\(String(repeating: "a", count: 5000)) HTTP/1.1\r\nHost: t\r\n\r\n"),
+        Hostile(
+            name: "CL+TE smuggling", status: 400,
+            raw:
+                "POST /v1/sessions HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                + "GET /v1/keys/x HTTP/1.1\r\nHost: t\r\n\r\n"),
+        Hostile(
+            name: "TE obfuscation", status: 400,
+            raw: "POST /v1/sessions HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n"),
+        Hostile(
+            name: "duplicate Content-Length", status: 400,
+            raw: "POST /v1/sessions HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nContent-Length: 20\r\n\r\n{}"),
+        Hostile(
+            name: "header flood", status: 431,
+            raw: "GET /livez HTTP/1.1\r\nHost: t\r\n"
+                + (0..<500).map { "X-Flood-\($0): \(String(repeating: "z", count: 60))\r\n" }.joined()
+                + "\r\n"),
+        Hostile(name: "no Host", status: 400, raw: "GET /livez HTTP/1.1\r\n\r\n"),
+        Hostile(
+            name: "forged API token", status: 401,
+            raw:
+                "GET /v1/assets HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer gp_0000000000000000_\(String(repeating: "0", count: 64))\r\n\r\n"
+        ),
+    ]
+
+    @Test func refusesEachHostileRequestAndStaysUp() throws {
+        let server = try GatewayServer(["--header-timeout", "1s", "--max-body", "65536"])
+        let admin = try server.token("admin")
+        for hostile in Self.requests {
+            let client = try RawClient(port: server.port)
+            client.send(hostile.raw.replacingOccurrences(of: "TOKEN", with: admin))
+            let response = RawResponse(client.read(timeout: 10) { RawResponse($0).isComplete })
+            #expect(
+                response.status == hostile.status, "\(hostile.name): \(response.status) \(response.text.prefix(200))")
+            #expect((400..<500).contains(response.status), "\(hostile.name)")
+            #expect(server.isUp, "\(hostile.name) took the server down")
+        }
+        // A smuggled request after CL+TE is never answered: the connection closes after the 400.
+        let smuggler = try RawClient(port: server.port)
+        smuggler.send(Self.requests.first { $0.name == "CL+TE smuggling" }!.raw)
+        let answers = String(decoding: smuggler.read(timeout: 3), as: UTF8.self)
+        #expect(answers.components(separatedBy: "HTTP/1.1 ").count == 2)
+        #expect(server.isRunning)
+    }
+
+    @Test func answersASlowlorisClientWith408AndKeepsServingOthers() throws {
+        let server = try GatewayServer(["--header-timeout", "1s"])
+        let slow = try (0..<20).map { _ in try RawClient(port: server.port) }
+        for client in slow { client.send("GET /livez HTTP/1.1\r\nHost: t\r\n") }
+        var timedOut = 0
+        for round in 0..<12 {
+            #expect(server.isUp, "others are not served while slowloris clients hold connections")
+            for client in slow { client.send("X-Drip-\(round): 1\r\n") }
+            usleep(250_000)
+        }
+        for client in slow where RawResponse(client.read(timeout: 3)).status == 408 { timedOut += 1 }
+        #expect(timedOut == slow.count)
+        #expect(server.isUp)
+    }
+
+    @Test func survivesConnectionsThatVanishMidRequest() throws {
+        let server = try GatewayServer()
+        for index in 0..<50 {
+            let client = try RawClient(port: server.port)
+            client.send(
+                "POST /v1/sessions HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{\"asset\":" + String(index))
+        }
+        #expect(server.isUp)
+    }
+}
