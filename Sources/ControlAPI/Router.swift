@@ -146,45 +146,62 @@ public final class Router: Sendable {
     /// The routes, in match order.
     public let routes: [Route]
     let options: RouterOptions
-    let metrics: Metrics?
+    /// Request metrics, with each route's label text made once.
+    let metrics: RequestMetrics?
+
+    struct RequestMetrics: Sendable {
+        let requests: Metrics.Family
+        let duration: Metrics.Family
+        let rejections: Metrics.Family
+        /// Per route: `route="…",method="…",status="` for the counter and `route="…"` for the histogram.
+        let labels: [(counter: String, histogram: String)]
+        let unmatched = (counter: "route=\"unmatched\",method=\"other\",status=\"", histogram: "route=\"unmatched\"")
+    }
 
     /// A router over `routes`.
     public init(routes: [Route], options: RouterOptions, metrics: Metrics? = nil) {
         self.routes = routes
         self.options = options
-        self.metrics = metrics
-        metrics?.declare("guardplay_http_requests_total", .counter, help: "HTTP requests by route, method and status.")
-        metrics?.declare(
-            "guardplay_http_request_duration_seconds", .histogram, help: "Time to build a response, by route.")
-        metrics?.declare(
-            "guardplay_http_rejections_total", .counter, help: "Requests the server refused before routing.")
+        self.metrics = metrics.map { metrics in
+            RequestMetrics(
+                requests: metrics.family(
+                    "guardplay_http_requests_total", .counter, help: "HTTP requests by route, method and status."),
+                duration: metrics.family(
+                    "guardplay_http_request_duration_seconds", .histogram, help: "Time to build a response, by route."),
+                rejections: metrics.family(
+                    "guardplay_http_rejections_total", .counter, help: "Requests the server refused before routing."),
+                labels: routes.map { route in
+                    (
+                        Metrics.labelText(["route": route.pattern, "method": route.method]) + ",status=\"",
+                        Metrics.labelText(["route": route.pattern])
+                    )
+                })
+        }
     }
 
     /// The response to `request`.
     public func respond(to request: HTTPRequest) -> HTTPResponse {
         let start = DispatchTime.now().uptimeNanoseconds
-        let (route, response) = dispatch(request)
+        let (index, response) = dispatch(request)
         var final = response
         if request.path.hasPrefix("/v1/") { applyCORS(request, to: &final) }
         if let metrics {
-            let name = route?.pattern ?? "unmatched"
-            let method = route == nil ? "other" : request.method == "HEAD" ? "GET" : route!.method
-            metrics.increment(
-                "guardplay_http_requests_total", ["route": name, "method": method, "status": String(final.status)])
-            metrics.observe(
-                "guardplay_http_request_duration_seconds", ["route": name],
-                Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+            let labels = index.map { metrics.labels[$0] } ?? metrics.unmatched
+            metrics.requests.increment(labelText: labels.counter + String(final.status) + "\"")
+            metrics.duration.observe(
+                labelText: labels.histogram, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
         }
         return final
     }
 
     /// The response to a request the server itself refused.
     public func respond(to rejection: Rejection) -> HTTPResponse {
-        metrics?.increment("guardplay_http_rejections_total", ["reason": rejection.reason.rawValue])
+        metrics?.rejections.increment(labelText: Metrics.labelText(["reason": rejection.reason.rawValue]))
         return rejection.problem.response()
     }
 
-    private func dispatch(_ request: HTTPRequest) -> (Route?, HTTPResponse) {
+    /// The index of the route that answered (nil when none matched) and its response.
+    private func dispatch(_ request: HTTPRequest) -> (Int?, HTTPResponse) {
         let parts: [Substring]
         let query: [String: String]
         do {
@@ -193,30 +210,34 @@ public final class Router: Sendable {
         } catch {
             return (nil, Self.problem(for: error, log: options.log).response())
         }
-        let candidates = routes.compactMap { route in route.match(parts).map { (route, $0) } }
-        guard !candidates.isEmpty else {
+        let method = request.method == "HEAD" ? "GET" : request.method
+        var firstMatch: Int?
+        for (index, route) in routes.enumerated() {
+            guard let parameters = route.match(parts) else { continue }
+            if firstMatch == nil { firstMatch = index }
+            guard route.method == method, request.method != "OPTIONS" else { continue }
+            do {
+                let scopes = try authorize(route, request: request, parameters: parameters, query: query)
+                let context = RequestContext(request: request, parameters: parameters, query: query, scopes: scopes)
+                return (index, try route.handler(context))
+            } catch {
+                return (index, Self.problem(for: error, log: options.log).response())
+            }
+        }
+        guard let firstMatch else {
             return (nil, APIProblem.notFound("No route matches \(printable(request.path)).").problem.response())
         }
-        let allowed = Set(candidates.map(\.0.method)).union(
-            candidates.contains { $0.0.method == "GET" } ? ["HEAD"] : [])
-        let allowHeader = (allowed.union(["OPTIONS"])).sorted().joined(separator: ", ")
+        // The path exists but not for this method: the methods it does allow.
+        let methods = Set(routes.filter { $0.match(parts) != nil }.map(\.method))
+        let allowHeader = methods.union(methods.contains("GET") ? ["HEAD", "OPTIONS"] : ["OPTIONS"]).sorted()
+            .joined(separator: ", ")
         if request.method == "OPTIONS" {
-            return (candidates[0].0, preflight(request, allow: allowHeader))
+            return (firstMatch, preflight(request, allow: allowHeader))
         }
-        let method = request.method == "HEAD" ? "GET" : request.method
-        guard let (route, parameters) = candidates.first(where: { $0.0.method == method }) else {
-            let problem = Problem(
-                code: "method-not-allowed", title: "Method not allowed", status: 405,
-                detail: "\(printable(request.method)) is not allowed here; use \(allowHeader).")
-            return (candidates[0].0, problem.response(headers: HTTPHeaders([("Allow", allowHeader)])))
-        }
-        do {
-            let scopes = try authorize(route, request: request, parameters: parameters, query: query)
-            let context = RequestContext(request: request, parameters: parameters, query: query, scopes: scopes)
-            return (route, try route.handler(context))
-        } catch {
-            return (route, Self.problem(for: error, log: options.log).response())
-        }
+        let problem = Problem(
+            code: "method-not-allowed", title: "Method not allowed", status: 405,
+            detail: "\(printable(request.method)) is not allowed here; use \(allowHeader).")
+        return (firstMatch, problem.response(headers: HTTPHeaders([("Allow", allowHeader)])))
     }
 
     private func authorize(

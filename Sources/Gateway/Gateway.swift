@@ -60,6 +60,7 @@ public final class Gateway: Sendable {
     public let sessions: SessionRegistry
 
     let catalog = AssetCatalog()
+    let keyRequests: Metrics.Family
     let audit: AuditLog
     let signer: SessionTokenSigner
     let clock: any GatewayClock
@@ -78,6 +79,8 @@ public final class Gateway: Sendable {
         self.clock = clock
         self.log = log
         signer = SessionTokenSigner(key: kek.derivedKey(for: "guardplay/session-token/v1"))
+        keyRequests = metrics.family(
+            "guardplay_key_requests_total", .counter, help: "Key requests by outcome (granted or the refusal reason).")
         audit = AuditLog(
             store: store, capacity: configuration.auditCapacity, interval: configuration.auditInterval, log: log)
         sessions = SessionRegistry(
@@ -257,11 +260,12 @@ public final class Gateway: Sendable {
             AuditRecord(
                 at: now, action: "key", outcome: outcome, reason: reason, assetID: assetID, kid: kid,
                 sessionID: sessionID, remote: remote))
+        // Outcomes are fixed codes, so the label text needs no escaping.
         guard audited else {
-            metrics.increment("guardplay_key_requests_total", ["outcome": AccessRefusal.auditBacklog.rawValue])
+            keyRequests.increment(labelText: "outcome=\"\(AccessRefusal.auditBacklog.rawValue)\"")
             return .failure(.auditBacklog)
         }
-        metrics.increment("guardplay_key_requests_total", ["outcome": reason ?? "granted"])
+        keyRequests.increment(labelText: "outcome=\"\(reason ?? "granted")\"")
         return decision
     }
 
@@ -363,8 +367,6 @@ public final class Gateway: Sendable {
     // MARK: Metrics
 
     private func declareMetrics() {
-        metrics.declare(
-            "guardplay_key_requests_total", .counter, help: "Key requests by outcome (granted or the refusal reason).")
         metrics.declare("guardplay_sessions_created_total", .counter, help: "Playback sessions created.")
         metrics.declare("guardplay_sessions_revoked_total", .counter, help: "Playback sessions revoked.")
         metrics.declare("guardplay_capture_reports_total", .counter, help: "Capture reports by result.")

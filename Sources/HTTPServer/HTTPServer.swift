@@ -69,7 +69,8 @@ public final class HTTPServer: Sendable {
         // Retained for the daemon's lifetime: every callback reaches the server through this pointer,
         // and `stop` releases it after MHD_stop_daemon has returned, when no callback can run.
         let context = Unmanaged.passRetained(self).toOpaque()
-        var flags = cmhd_use_epoll_internal_thread() | cmhd_use_suspend_resume() | cmhd_use_error_log()
+        var flags =
+            cmhd_use_epoll_internal_thread() | cmhd_use_suspend_resume() | cmhd_use_error_log() | cmhd_use_turbo()
         if address.isIPv6 { flags |= UInt32(MHD_USE_IPv6.rawValue) }
         let daemon: OpaquePointer? = address.withSockaddr { sockaddr in
             // The logger goes first, so the daemon's messages about the options below reach it too.

@@ -61,6 +61,16 @@ final class SQLiteConnection {
         return rows
     }
 
+    /// Runs `sql` once per element of `rows`, each with its values bound, reusing one prepared statement.
+    func execute(_ sql: String, rows: [[SQLValue]]) throws(StoreError) {
+        let statement = try prepare(sql)
+        for values in rows {
+            defer { statement.reset() }
+            try statement.bind(values)
+            _ = try statement.step()
+        }
+    }
+
     /// Rows changed by the last INSERT, UPDATE or DELETE (`sqlite3_changes`).
     var changes: Int { Int(sqlite3_changes(handle)) }
 

@@ -259,18 +259,18 @@ extension Store {
         guard !records.isEmpty else { return }
         try with { database throws(StoreError) in
             try database.transaction { () throws(StoreError) in
-                for record in records {
-                    try database.query(
-                        """
-                        INSERT INTO audit (at, action, outcome, reason, asset_id, kid, session_id, remote)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
+                try database.execute(
+                    """
+                    INSERT INTO audit (at, action, outcome, reason, asset_id, kid, session_id, remote)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                    rows: records.map { record in
                         [
                             .real(record.at.timeIntervalSince1970), .text(record.action), .text(record.outcome),
                             optionalText(record.reason), optionalText(record.assetID), optionalText(record.kid),
                             optionalText(record.sessionID), optionalText(record.remote),
-                        ])
-                }
+                        ]
+                    })
             }
         }
     }

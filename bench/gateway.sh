@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Gateway benchmark: wrk at 64 connections on loopback, in one run, side by side:
+#   - the key endpoint (valid session tokens, audited grants) against nginx serving a 16-byte file;
+#   - a 6-second segment from the gateway against nginx serving the same file from disk;
+#   - then the gateway's RSS sampled through a longer mixed run (keys and segments), which should stay flat.
+# Usage: bench/gateway.sh [seconds per comparison run, default 15] [seconds of the RSS run, default 60]
+# Needs: the release build (made here), ffmpeg, nginx, wrk, curl. Results go in docs/PERFORMANCE.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+duration=${1:-15}
+rss_duration=${2:-60}
+connections=64
+threads=2
+
+swift build -c release -Xswiftc -warnings-as-errors >/dev/null
+binary=.build/release/guard-play
+
+work=bench/work
+rm -rf "$work"
+mkdir -p "$work"/imports "$work"/nginx/www "$work"/nginx/logs "$work"/nginx/temp
+work=$(cd "$work" && pwd)
+export GUARDPLAY_KEK=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# A 6-second segment: the first segment of the clip packaged as AES-128 HLS with 6-second segments.
+key_hex=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+kid=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+printf '%s' "$key_hex" | xxd -r -p > "$work/clip.key"
+printf 'key.bin\n%s\n' "$work/clip.key" > "$work/clip.keyinfo"
+mkdir -p "$work/imports/clip"
+ffmpeg -nostdin -loglevel error -y -i media/clip.mp4 -c copy -f hls -hls_time 6 -hls_playlist_type vod \
+    -hls_key_info_file "$work/clip.keyinfo" -hls_segment_filename "$work/imports/clip/seg%d.ts" \
+    -master_pl_name master.m3u8 "$work/imports/clip/media.m3u8"
+segment="$work/imports/clip/seg0.ts"
+segment_seconds=$(awk -F'[:,]' '/^#EXTINF/ {print $2; exit}' "$work/imports/clip/media.m3u8")
+segment_bytes=$(stat -c %s "$segment")
+
+# The gateway, release build, two HTTP threads per core.
+gateway_port=$(free_port)
+"$binary" serve --data "$work/data" --listen "127.0.0.1:$gateway_port" --import-root "$work/imports" \
+    --threads "$(( $(nproc) * 2 ))" --drain 0 > "$work/gateway.out" 2> "$work/gateway.err" &
+gateway_pid=$!
+pids+=("$gateway_pid")
+for _ in $(seq 100); do grep -q listening "$work/gateway.out" 2>/dev/null && break; sleep 0.1; done
+token=$("$binary" tokens create --scope admin --data "$work/data" 2>/dev/null)
+curl -sf -X PUT -H "Authorization: Bearer $token" "http://127.0.0.1:$gateway_port/v1/assets/clip" \
+    -d "{\"directory\":\"$work/imports/clip\",\"keys\":[{\"kid\":\"$kid\",\"key\":\"$key_hex\"}]}" > /dev/null
+: > "$work/key-paths.txt"
+for _ in $(seq 64); do
+    session_token=$(curl -sf -X POST -H "Authorization: Bearer $token" "http://127.0.0.1:$gateway_port/v1/sessions" \
+        -d '{"asset":"clip"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+    echo "/v1/keys/$kid?token=$session_token" >> "$work/key-paths.txt"
+done
+check=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' "http://127.0.0.1:$gateway_port$(head -1 "$work/key-paths.txt")")
+[ "$check" = "200 16" ] || { echo "key endpoint check failed: $check" >&2; exit 1; }
+
+cat > "$work/paths.lua" <<'LUA'
+-- Cycles through the request paths in the file named by the first script argument.
+local paths = {}
+local index = 0
+function init(args)
+    for line in io.lines(args[1]) do paths[#paths + 1] = line end
+end
+function request()
+    index = index % #paths + 1
+    return wrk.format("GET", paths[index])
+end
+LUA
+
+# nginx serving a 16-byte file and the same segment from disk.
+head -c 16 /dev/urandom > "$work/nginx/www/key.bin"
+cp "$segment" "$work/nginx/www/seg0.ts"
+nginx_port=$(free_port)
+cat > "$work/nginx/nginx.conf" <<NGINX
+worker_processes $(nproc);
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/logs/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    client_body_temp_path $work/nginx/temp/body;
+    proxy_temp_path $work/nginx/temp/proxy;
+    fastcgi_temp_path $work/nginx/temp/fastcgi;
+    uwsgi_temp_path $work/nginx/temp/uwsgi;
+    scgi_temp_path $work/nginx/temp/scgi;
+    server {
+        listen 127.0.0.1:$nginx_port;
+        root $work/nginx/www;
+        location = /key.bin { add_header Cache-Control no-store; }
+    }
+}
+NGINX
+chmod -R a+rX "$work/nginx"
+nginx -p "$work/nginx/" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
+pids+=($!)
+for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$nginx_port/key.bin" && break; sleep 0.1; done
+
+# wrk run → "requests/s p99-ms MB/s"; measure URL [LUA-SCRIPT SCRIPT-ARGUMENT]
+measure() {
+    local url=$1
+    local script=()
+    [ $# -lt 3 ] || script=(-s "$2" "$url" -- "$3")
+    [ $# -ge 3 ] || script=("$url")
+    local output
+    output=$(wrk -t"$threads" -c"$connections" -d"${duration}s" --latency "${script[@]}")
+    echo "$output" > "$work/wrk-$(date +%s%N).txt"
+    local rps p99 mbps
+    rps=$(echo "$output" | awk '/^Requests\/sec:/ {print $2}')
+    p99=$(echo "$output" | awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v}')
+    mbps=$(echo "$output" | awk '/^Transfer\/sec:/ {v=$2; if (v ~ /GB$/) {sub(/GB$/,"",v); v=v*1024} else if (v ~ /MB$/) {sub(/MB$/,"",v)} else if (v ~ /KB$/) {sub(/KB$/,"",v); v=v/1024} else {sub(/B$/,"",v); v=v/1048576}; print v}')
+    local errors
+    errors=$(echo "$output" | awk '/Non-2xx or 3xx responses:/ {print $NF}')
+    [ -z "$errors" ] || { echo "wrk against $url saw $errors non-2xx responses" >&2; exit 1; }
+    echo "$rps $p99 $mbps"
+}
+
+echo "gateway benchmark: wrk -t$threads -c$connections -d${duration}s on loopback, $(nproc) cores"
+echo "segment: seg0.ts, $segment_seconds s, $segment_bytes bytes (AES-128, encrypted whole)"
+read -r n_key_rps n_key_p99 _ <<< "$(measure "http://127.0.0.1:$nginx_port/key.bin")"
+read -r g_key_rps g_key_p99 _ <<< "$(measure "http://127.0.0.1:$gateway_port" "$work/paths.lua" "$work/key-paths.txt")"
+read -r n_seg_rps n_seg_p99 n_seg_mbps <<< "$(measure "http://127.0.0.1:$nginx_port/seg0.ts")"
+read -r g_seg_rps g_seg_p99 g_seg_mbps <<< "$(measure "http://127.0.0.1:$gateway_port/v1/hls/clip/seg0.ts")"
+
+printf '\n%-34s %12s %10s %10s\n' "" "requests/s" "p99 ms" "MB/s"
+printf '%-34s %12.0f %10.2f %10s\n' "nginx, 16-byte file" "$n_key_rps" "$n_key_p99" "-"
+printf '%-34s %12.0f %10.2f %10s\n' "gateway, key endpoint" "$g_key_rps" "$g_key_p99" "-"
+printf '%-34s %12.0f %10.2f %10.1f\n' "nginx, 6 s segment" "$n_seg_rps" "$n_seg_p99" "$n_seg_mbps"
+printf '%-34s %12.0f %10.2f %10.1f\n' "gateway, 6 s segment" "$g_seg_rps" "$g_seg_p99" "$g_seg_mbps"
+key_ratio=$(awk -v g="$g_key_rps" -v n="$n_key_rps" 'BEGIN {printf "%.2f", g / n}')
+seg_ratio=$(awk -v g="$g_seg_mbps" -v n="$n_seg_mbps" 'BEGIN {printf "%.2f", g / n}')
+echo
+echo "key endpoint: $(printf '%.0f' "$g_key_rps") req/s (goal >= 10000), p99 $g_key_p99 ms (goal < 10), ratio to nginx $key_ratio"
+echo "segments: gateway/nginx MB/s ratio $seg_ratio (goal >= 0.5)"
+
+# RSS over a longer run of keys and segments together.
+rss() { awk '/^VmRSS:/ {print $2}' "/proc/$gateway_pid/status"; }
+rss_start=$(rss)
+samples=()
+wrk -t1 -c$((connections / 2)) -d"${rss_duration}s" -s "$work/paths.lua" "http://127.0.0.1:$gateway_port" \
+    -- "$work/key-paths.txt" > "$work/rss-keys.txt" &
+wrk_keys=$!
+wrk -t1 -c$((connections / 2)) -d"${rss_duration}s" "http://127.0.0.1:$gateway_port/v1/hls/clip/seg0.ts" > "$work/rss-segments.txt" &
+wrk_segments=$!
+for _ in $(seq $((rss_duration / 5))); do sleep 5; samples+=("$(rss)"); done
+wait "$wrk_keys" "$wrk_segments"
+rss_end=$(rss)
+first=${samples[0]}
+last=${samples[${#samples[@]}-1]}
+max=$(printf '%s\n' "${samples[@]}" | sort -n | tail -1)
+echo
+echo "RSS over ${rss_duration}s of keys + segments (KiB): before $rss_start, samples every 5 s: ${samples[*]}, after $rss_end"
+echo "RSS from the first to the last sample: $first -> $last ($(awk -v a="$first" -v b="$last" 'BEGIN {printf "%+.1f%%", (b - a) * 100 / a}')), peak $max"
+audited=$(sqlite3 "$work/data/guardplay.db" "SELECT count(*) FROM audit WHERE action = 'key'" 2>/dev/null || echo "?")
+echo "key grants audited so far: $audited"
