@@ -107,6 +107,9 @@ public final class CaptureMonitor: Sendable {
         source.start(CaptureReporter(source: source.name, monitor: self))
     }
 
+    /// The names of the attached live sources.
+    public var liveSourceNames: [String] { inner.withLock { Array($0.sources.keys) } }
+
     /// Stops a live source and forgets its report.
     public func detach(source name: String) {
         let source = inner.withLock { $0.sources.removeValue(forKey: name) }
