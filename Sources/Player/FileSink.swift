@@ -14,6 +14,7 @@ final class FileSink: @unchecked Sendable {
     private let output: OutputContext
     private var audio: (encoder: Encoder, stream: Int, resampler: Resampler?, written: Int64)?
     private var video: (encoder: Encoder, stream: Int, scaler: Scaler?)?
+    private var lastVideoPTS = Int64.min
     private let audioFormat: AudioFormat?
     private let temporaryPath: String
     /// The final path.
@@ -112,6 +113,10 @@ final class FileSink: @unchecked Sendable {
         do {
             try lock.withLock {
                 guard var state = video else { return }
+                let pts = Int64((outputTime / state.encoder.timeBase.doubleValue).rounded())
+                // Damaged input can yield a picture that goes back in time; a file cannot hold it.
+                guard pts > lastVideoPTS else { return }
+                lastVideoPTS = pts
                 var picture = frame
                 if frame.pixelFormat != state.encoder.pixelFormat || frame.width != state.encoder.width
                     || frame.height != state.encoder.height
@@ -124,7 +129,7 @@ final class FileSink: @unchecked Sendable {
                     }
                     picture = try state.scaler!.scale(frame)
                 }
-                picture.pts = Int64((outputTime / state.encoder.timeBase.doubleValue).rounded())
+                picture.pts = pts
                 try state.encoder.encode(picture) { packet in
                     try output.write(packet, stream: state.stream, from: state.encoder.timeBase)
                 }

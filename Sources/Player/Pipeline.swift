@@ -203,8 +203,11 @@ final class Pipeline {
     }
 
     private func seekInput(to media: Double, loop: Bool = false) throws(PlayerError) {
+        // Audio decoders need the frames before the target to rebuild their state (AAC's overlap, MP3's
+        // bit reservoir), so the demuxer starts early and the decoded frames before `media` are dropped.
+        let preroll = media > 0 && audio != nil ? 0.5 : 0
         do {
-            try input.seek(toSeconds: media + startOffset)
+            try input.seek(toSeconds: max(0, media - preroll) + startOffset)
         } catch {
             throw PlayerError(.other, "'\(options.path)': \(error)")
         }
