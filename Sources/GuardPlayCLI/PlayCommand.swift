@@ -12,8 +12,8 @@ enum PlayCommand {
 
           --simulate-recording[=SPEC]  simulated screen recording: bare = the whole playback; 'A-B,C-' =
                                        intervals in media seconds; 'every:N' = clear N s, recording N s, ...
-          --simulate-stall=T           a simulated detector that reports 'clear' with a 1 s lease and stops
-                                       renewing at T s of media time (the state turns unknown at T+1 s)
+          --simulate-stall=T           a simulated detector that reports 'clear' with a 1 s lease, renewed
+                                       every 0.5 s up to T s of media time (unknown from T+1 s)
           --on-unknown protect|allow   what an unknown capture state does (default protect)
           --mask black|pixelate|image:PATH   how masked video looks (default black)
           --output FILE|null           write what a capture would record (.wav .flac .m4a .mkv .mp4 .mov),

@@ -2,13 +2,14 @@ import CaptureMonitor
 import Dispatch
 import Foundation
 import Player
+import Synchronization
 
 /// One run of the player from the command line: status display, keys, signals, and the exit code.
 final class PlaySession: Sendable {
     private let player: Player
     private let status: StatusMode
     private let output = StatusOutput()
-    private let interrupted = Guarded(false)
+    private let interrupted = Mutex(false)
 
     init(player: Player, status: StatusMode) {
         self.player = player
@@ -108,7 +109,7 @@ final class PlaySession: Sendable {
 
 /// Serialises what the session prints, so a status line and event lines never interleave mid-line.
 final class StatusOutput: Sendable {
-    private let lineShown = Guarded(false)
+    private let lineShown = Mutex(false)
 
     /// Prints `line` and a newline, clearing a status line first; flushes at once.
     func printLine(_ line: String, toStandardError: Bool) {
@@ -141,23 +142,5 @@ final class StatusOutput: Sendable {
     private func write(_ text: String, toStandardError: Bool) {
         let handle = toStandardError ? FileHandle.standardError : FileHandle.standardOutput
         handle.write(Data(text.utf8))
-    }
-}
-
-/// A lock around a value, for the command line's small shared state.
-final class Guarded<Value>: @unchecked Sendable {
-    // Invariant: `value` is only touched inside `withLock`, under `lock`.
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    @discardableResult
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Reads single keys from an interactive terminal in raw mode and restores the terminal afterwards.
 final class TerminalKeys: Sendable {
@@ -7,10 +8,11 @@ final class TerminalKeys: Sendable {
         case pause, seekBack, seekForward, mute, record, quit
     }
 
-    private let saved: Guarded<termios?>
+    // The terminal settings to restore; nil once restored, which also stops the reading thread.
+    private let saved: Mutex<termios?>
 
     private init(saved: termios) {
-        self.saved = Guarded(saved)
+        self.saved = Mutex(saved)
     }
 
     /// Starts reading keys when standard input and output are terminals; returns nil otherwise.

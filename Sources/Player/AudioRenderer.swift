@@ -1,3 +1,4 @@
+import CaptureMonitor
 import Foundation
 
 /// The realtime audio path: a bounded queue of decoded float chunks that the pipeline fills and a device
@@ -167,17 +168,12 @@ final class AudioRenderer: @unchecked Sendable {
     var counts: (frames: Int, protected: Int) { (protector.frames, protector.protectedFrames) }
 }
 
-/// Monotonic seconds for pacing and clocks.
+/// Monotonic time for pacing and clocks, on the same clock the capture monitor uses.
 enum MonotonicSeconds {
-    private static let origin = ContinuousClock.now
+    /// Seconds since the clock's origin.
+    static func now() -> Double { MonotonicClock.seconds() }
 
-    /// Seconds since the first use.
-    static func now() -> Double {
-        let elapsed = ContinuousClock.now - origin
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
-    }
-
-    /// Sleeps for `seconds` (nothing when not positive).
+    /// Sleeps for `seconds` (nothing when not positive; at most a second at a time).
     static func sleep(_ seconds: Double) {
         guard seconds > 0 else { return }
         usleep(UInt32(min(seconds, 1) * 1_000_000))

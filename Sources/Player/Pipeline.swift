@@ -268,16 +268,23 @@ final class Pipeline {
 
     // MARK: Audio
 
-    private func receiveAudio(_ stage: AudioStage) throws(PlayerError) {
+    /// The decoder's next frame, or nil when it needs input; undecodable data is noted and skipped.
+    private func nextFrame(from decoder: Decoder, _ kind: String) -> Frame? {
         while true {
             let frame = Frame()
             do {
-                guard try stage.decoder.receive(into: frame) == .output else { return }
+                guard try decoder.receive(into: frame) == .output else { return nil }
             } catch {
                 noteDamage(error.message)
                 continue
             }
-            if frame.isCorrupt { noteDamage("corrupt audio frame") }
+            if frame.isCorrupt { noteDamage("corrupt \(kind) frame") }
+            return frame
+        }
+    }
+
+    private func receiveAudio(_ stage: AudioStage) throws(PlayerError) {
+        while let frame = nextFrame(from: stage.decoder, "audio") {
             let converted: Frame
             do { converted = try stage.resampler.convert(frame) } catch {
                 noteDamage(error.message)
@@ -329,15 +336,7 @@ final class Pipeline {
     // MARK: Video
 
     private func receiveVideo(_ stage: VideoStage) throws(PlayerError) {
-        while true {
-            let frame = Frame()
-            do {
-                guard try stage.decoder.receive(into: frame) == .output else { return }
-            } catch {
-                noteDamage(error.message)
-                continue
-            }
-            if frame.isCorrupt { noteDamage("corrupt video frame") }
+        while let frame = nextFrame(from: stage.decoder, "video") {
             guard frame.pts != noTimestamp else { continue }
             let media = Double(frame.pts) * stage.timeBase - startOffset
             let rate = stage.info.frameRate.doubleValue

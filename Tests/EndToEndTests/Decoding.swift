@@ -25,29 +25,21 @@ struct DecodedPicture {
     let planes: [[UInt8]]
 }
 
-func decodeAudio(_ path: String) throws -> DecodedAudio {
+/// Decodes every frame of the best `type` stream of `path` and hands each to `body` with the stream's
+/// time base and the container's start time.
+func decodeStream(
+    _ path: String, _ type: MediaType, _ body: (Frame, StreamInfo, Double) throws -> Void
+) throws {
     let input = try InputContext(path: path)
-    guard let index = input.bestStream(.audio) else { throw TestFailure("\(path) has no audio") }
+    guard let index = input.bestStream(type) else { throw TestFailure("\(path) has no \(type)") }
     let info = input.streams[index]
     let decoder = try input.makeDecoder(streamIndex: index)
-    let format = AudioFormat(sampleRate: info.sampleRate, channelCount: info.channelCount, sampleFormat: .float)
-    let resampler = Resampler(output: format)
     let packet = Packet()
-    var samples: [Float] = []
-    var start: Double?
     func drain() throws {
         while true {
             let frame = Frame()
             guard try decoder.receive(into: frame) == .output else { return }
-            if start == nil, frame.pts != noTimestamp {
-                start = Double(frame.pts) * info.timeBase.doubleValue - input.startSeconds
-            }
-            let converted = try resampler.convert(frame)
-            converted.withUnsafeMutableAudioPlanes { planes in
-                let floats = UnsafeRawPointer(planes[0].base).assumingMemoryBound(to: Float.self)
-                samples.append(
-                    contentsOf: UnsafeBufferPointer(start: floats, count: converted.sampleCount * format.channelCount))
-            }
+            try body(frame, info, input.startSeconds)
         }
     }
     while try input.read(into: packet) == .packet {
@@ -57,39 +49,45 @@ func decodeAudio(_ path: String) throws -> DecodedAudio {
     }
     _ = try decoder.send(nil)
     try drain()
+}
+
+func decodeAudio(_ path: String) throws -> DecodedAudio {
+    var samples: [Float] = []
+    var start: Double?
+    var format: AudioFormat?
+    var resampler: Resampler?
+    try decodeStream(path, .audio) { frame, info, containerStart in
+        if start == nil, frame.pts != noTimestamp {
+            start = Double(frame.pts) * info.timeBase.doubleValue - containerStart
+        }
+        let output =
+            format ?? AudioFormat(sampleRate: info.sampleRate, channelCount: info.channelCount, sampleFormat: .float)
+        format = output
+        let converter = resampler ?? Resampler(output: output)
+        resampler = converter
+        let converted = try converter.convert(frame)
+        converted.withUnsafeMutableAudioPlanes { planes in
+            let floats = UnsafeRawPointer(planes[0].base).assumingMemoryBound(to: Float.self)
+            samples.append(
+                contentsOf: UnsafeBufferPointer(start: floats, count: converted.sampleCount * output.channelCount))
+        }
+    }
+    guard let format else { throw TestFailure("\(path): no audio decoded") }
     return DecodedAudio(
         sampleRate: format.sampleRate, channels: format.channelCount, samples: samples, start: start ?? 0)
 }
 
 func decodeVideo(_ path: String) throws -> [DecodedPicture] {
-    let input = try InputContext(path: path)
-    guard let index = input.bestStream(.video) else { throw TestFailure("\(path) has no video") }
-    let info = input.streams[index]
-    let decoder = try input.makeDecoder(streamIndex: index)
-    let packet = Packet()
     var pictures: [DecodedPicture] = []
-    func drain() throws {
-        while true {
-            let frame = Frame()
-            guard try decoder.receive(into: frame) == .output else { return }
-            let planes = frame.withUnsafeMutablePlanes { planes in
-                planes.map { plane in
-                    (0..<plane.rows).flatMap { row in plane.withRow(row) { Array($0) } }
-                }
-            }
-            pictures.append(
-                DecodedPicture(
-                    time: Double(frame.pts) * info.timeBase.doubleValue - input.startSeconds, width: frame.width,
-                    height: frame.height, pixelFormat: frame.pixelFormat.name, planes: planes))
+    try decodeStream(path, .video) { frame, info, containerStart in
+        let planes = frame.withUnsafeMutablePlanes { planes in
+            planes.map { plane in (0..<plane.rows).flatMap { row in plane.withRow(row) { Array($0) } } }
         }
+        pictures.append(
+            DecodedPicture(
+                time: Double(frame.pts) * info.timeBase.doubleValue - containerStart, width: frame.width,
+                height: frame.height, pixelFormat: frame.pixelFormat.name, planes: planes))
     }
-    while try input.read(into: packet) == .packet {
-        guard packet.streamIndex == index else { continue }
-        _ = try decoder.send(packet)
-        try drain()
-    }
-    _ = try decoder.send(nil)
-    try drain()
     return pictures
 }
 

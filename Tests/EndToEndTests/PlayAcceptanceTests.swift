@@ -96,7 +96,7 @@ import Testing
 
     @Test func aStalledSourceFailsClosedUnlessAllowed() throws {
         let directory = try TemporaryDirectory()
-        // The heartbeat renews every 0.5 s until 3 s; its last lease (from 2.5 s) lapses at 3.5 s.
+        // The heartbeat renews every 0.5 s until 3 s; its last lease (from 3 s) lapses at 4 s.
         let protected = directory.path("protect.mkv")
         let result = try guardPlay([
             fixture("clip.mp4"), "--simulate-stall=3", "--output", protected, "--status", "json",
@@ -106,8 +106,8 @@ import Testing
         #expect(states.count == 1)
         #expect(states.first?["state"] as? String == "unknown")
         #expect(states.first?["source"] as? String == "heartbeat")
-        #expect((states.first?["time"] as? Double).map { abs($0 - 3.5) < 1e-6 } == true)
-        let lapsed = Intervals(ranges: [(3.5, .infinity)])
+        #expect((states.first?["time"] as? Double).map { abs($0 - 4) < 1e-6 } == true)
+        let lapsed = Intervals(ranges: [(4, .infinity)])
         let reference = try decodeVideo(fixture("clip.mp4"))
         #expect(
             checkMasking(output: try decodeVideo(protected), reference: reference, masked: lapsed, isMasked: isBlack)

@@ -87,6 +87,22 @@ import Testing
         #expect(states.map { $0["state"] as? String } == ["capturing", "clear"])
         #expect(states.map { $0["time"] as? Double } == [0.5, 1])
         #expect(events.last?["audio_frames"] as? Double == 1.5 * 44_100)
+        #expect(events.last?["audio_frames_protected"] as? Double == 0.5 * 44_100)
+    }
+
+    @Test func realtimeThroughTheSDLCallbackGatesSampleAccurately() throws {
+        // SDL's dummy driver consumes audio in real time through the same callback a sound card uses.
+        let result = try guardPlay(
+            [fixture("song.m4a"), "--simulate-recording=0.5-1", "--length", "1.5", "--status", "json"],
+            environment: ["SDL_AUDIODRIVER": "dummy"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = try jsonEvents(result.stdout)
+        #expect(!events.contains { $0["event"] as? String == "warning" })
+        #expect(events.first?["output"] as? String == "device")
+        let states = events.filter { $0["event"] as? String == "state" }
+        #expect(states.map { $0["state"] as? String } == ["capturing", "clear"])
+        #expect(states.map { $0["time"] as? Double } == [0.5, 1])
+        #expect(events.last?["audio_frames_protected"] as? Double == 0.5 * 44_100)
     }
 
     @Test func theDemoRunsWithoutDeviceOrDisplayAndEnds() throws {
