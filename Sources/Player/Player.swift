@@ -197,8 +197,12 @@ public final class Player: Sendable {
             control.error = error
         }
         post(.finished(summary))
-        control.withLock { $0.summary = summary }
-        monitor.stopAll()
+        // The player detaches only what it attached itself; sources others attached outlive playback.
+        let manual = control.withLock { control in
+            control.summary = summary
+            return control.manual
+        }
+        if let manual { monitor.detach(source: manual.name) }
     }
 
     private func deliverEvents() {
