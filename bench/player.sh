@@ -2,11 +2,11 @@
 # Player benchmark: decode + protect with a schedule active, `guard-play X --fast --output null`, side by
 # side with `ffmpeg -i X -f null -` on the same 1080p H.264/AAC file, in one run. Prints both wall times,
 # their ratio (goal: guard-play ≤ 1.1× ffmpeg) and the peak RSS of each.
-# Usage: bench/player.sh [seconds-of-media (default 90)] [runs (default 5)]
+# Usage: bench/player.sh [seconds-of-media (default 90)] [runs (default 7)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-90}"
-runs="${2:-5}"
+runs="${2:-7}"
 work=bench/work
 mkdir -p "$work"
 input="$work/bench-1080p-${seconds}s.mp4"
@@ -28,29 +28,37 @@ schedule="--simulate-recording=every:5"
 gp_cmd="$player $input --fast --output null --status none $schedule"
 ff_cmd="ffmpeg -hide_banner -loglevel error -nostdin -i $input -f null -"
 
-echo "bench: $(nproc) cores; input $(du -h "$input" | cut -f1)"
+echo "bench: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); input $(du -h "$input" | cut -f1)"
 "$player" "$input" --fast --output null --status json "$schedule" | tail -1
 
-if command -v hyperfine >/dev/null; then
-    hyperfine --warmup 1 --runs "$runs" --export-json "$work/player.json" \
-        -n ffmpeg "$ff_cmd" -n guard-play "$gp_cmd"
-    ratio=$(python3 -c "
-import json
-r = {x['command']: x for x in json.load(open('$work/player.json'))['results']}
-print(f\"{r['guard-play']['mean'] / r['ffmpeg']['mean']:.3f}\")")
-    ff_mean=$(python3 -c "import json; r={x['command']: x for x in json.load(open('$work/player.json'))['results']}; print(f\"{r['ffmpeg']['mean']:.3f}\")")
-    gp_mean=$(python3 -c "import json; r={x['command']: x for x in json.load(open('$work/player.json'))['results']}; print(f\"{r['guard-play']['mean']:.3f}\")")
-else
-    t0=$(date +%s.%N); $ff_cmd; t1=$(date +%s.%N); $gp_cmd; t2=$(date +%s.%N)
-    ff_mean=$(python3 -c "print(f'{$t1-$t0:.3f}')"); gp_mean=$(python3 -c "print(f'{$t2-$t1:.3f}')")
-    ratio=$(python3 -c "print(f'{($t2-$t1)/($t1-$t0):.3f}')")
-fi
+# The two commands alternate, run by run, so a change in background load hits both alike; each run is
+# timed by /usr/bin/time, which also reports the peak RSS. Medians are compared.
+measure() { /usr/bin/time -f "%e %M" "$@" 2>&1 >/dev/null | tail -1; }
+$ff_cmd; $gp_cmd  # warm-up: page cache and CPU frequency
+: > "$work/player-runs.txt"
+for run in $(seq "$runs"); do
+    if [ $((run % 2)) -eq 1 ]; then
+        echo "ffmpeg $(measure $ff_cmd)" >> "$work/player-runs.txt"
+        echo "guard-play $(measure $gp_cmd)" >> "$work/player-runs.txt"
+    else
+        echo "guard-play $(measure $gp_cmd)" >> "$work/player-runs.txt"
+        echo "ffmpeg $(measure $ff_cmd)" >> "$work/player-runs.txt"
+    fi
+done
 
-peak() { /usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -1; }
-ff_rss=$(peak $ff_cmd)
-gp_rss=$(peak $gp_cmd)
-
-printf '\n%-12s %10s %14s\n' "" "wall (s)" "peak RSS (MiB)"
-printf '%-12s %10s %14s\n' ffmpeg "$ff_mean" "$((ff_rss / 1024))"
-printf '%-12s %10s %14s\n' guard-play "$gp_mean" "$((gp_rss / 1024))"
-echo "ratio guard-play/ffmpeg: $ratio (goal ≤ 1.1)"
+python3 - "$work/player-runs.txt" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    name, wall, rss = line.split()
+    runs.setdefault(name, []).append((float(wall), int(rss)))
+print(f"\n{'':12} {'median wall (s)':>16} {'min':>7} {'max':>7} {'peak RSS (MiB)':>15}   ({len(runs['ffmpeg'])} runs each, alternating)")
+for name in ("ffmpeg", "guard-play"):
+    walls = [w for w, _ in runs[name]]
+    rss = max(r for _, r in runs[name]) / 1024
+    print(f"{name:12} {statistics.median(walls):16.3f} {min(walls):7.3f} {max(walls):7.3f} {rss:15.0f}")
+ratio = statistics.median(w for w, _ in runs["guard-play"]) / statistics.median(w for w, _ in runs["ffmpeg"])
+print(f"ratio guard-play/ffmpeg (medians): {ratio:.3f} (goal <= 1.1)")
+fastest = min(w for w, _ in runs["guard-play"]) / min(w for w, _ in runs["ffmpeg"])
+print(f"ratio guard-play/ffmpeg (fastest runs, least disturbed by other load): {fastest:.3f}")
+PY
