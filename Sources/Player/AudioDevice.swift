@@ -45,7 +45,8 @@ final class SDLAudioDevice: AudioDevice {
         wanted.freq = Int32(sampleRate)
         wanted.format = csdl2_audio_f32sys()
         wanted.channels = UInt8(clamping: channels)
-        wanted.samples = 1024
+        // About 10 ms at 48 kHz: a live capture event reaches the gate within one device period.
+        wanted.samples = 512
         wanted.callback = guardPlayAudioCallback
         wanted.userdata = retained.toOpaque()
         var obtained = SDL_AudioSpec()

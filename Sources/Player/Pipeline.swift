@@ -119,6 +119,12 @@ final class Pipeline {
         var reason = error == nil ? "end" : "error"
         if player?.control.withLock({ $0.stopRequested }) == true { reason = "stopped" }
         if realtime { finishRealtimeOutputs(waitForDrain: error == nil && reason == "end") }
+        // A sink that failed on another thread (the presenter, the audio tap) stopped playback and left
+        // its error here.
+        if error == nil, let failure = player?.control.withLock({ $0.error }) {
+            error = failure
+            reason = "error"
+        }
         if let file {
             if error == nil && reason != "stopped" {
                 do { try file.finish() } catch let failure { error = failure }
@@ -395,8 +401,11 @@ final class Pipeline {
                 start: start)
             renderer.setUserMuted(options.muted)
             if let file {
+                let player = self.player
                 renderer.tap = { samples in
-                    do { try file.writeAudio(samples) } catch {}
+                    do { try file.writeAudio(samples) } catch {
+                        player?.fail(error as? PlayerError ?? PlayerError(.output, "\(error)"))
+                    }
                 }
             }
             self.renderer = renderer
@@ -432,10 +441,7 @@ final class Pipeline {
             let player = self.player
             let presenter = VideoPresenter(
                 masker: masker, sink: videoSink, start: start, drive: drive,
-                fail: { error in
-                    player?.control.withLock { $0.error = error }
-                    player?.stop()
-                })
+                fail: { error in player?.fail(error) })
             presenter.run(clock: clock)
             self.presenter = presenter
         }
@@ -452,7 +458,6 @@ final class Pipeline {
         }
         device?.stop()
         renderer?.stop()
-        if let error = player?.control.withLock({ $0.error }) { _ = error }
     }
 
     /// Stops the realtime outputs at once (a stop request).

@@ -191,10 +191,18 @@ public final class Player: Sendable {
         }
     }
 
+    /// Records a failure from an output thread and stops playback; the first failure wins.
+    func fail(_ error: PlayerError) {
+        control.withLock { control in
+            if control.error == nil { control.error = error }
+        }
+        stop()
+    }
+
     /// Records the end of playback.
     func finish(_ summary: PlayerSummary, error: PlayerError?) {
         control.withLock { control in
-            control.error = error
+            if let error { control.error = error }
         }
         post(.finished(summary))
         // The player detaches only what it attached itself; sources others attached outlive playback.

@@ -48,4 +48,21 @@ import Testing
         #expect(events.last?["event"] as? String == "end")
         #expect(events.last?["reason"] as? String == "stopped")
     }
+
+    @Test func anInterruptLeavesNoOutputAndExits130() throws {
+        let directory = try TemporaryDirectory()
+        let out = directory.path("out.mkv")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: guardPlayBinary)
+        process.arguments = [fixture("clip.mp4"), "--realtime", "--output", out, "--status", "none"]
+        process.environment = ["SDL_AUDIODRIVER": "none-such-driver"]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        usleep(1_000_000)
+        process.interrupt()
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 130)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
+    }
 }
