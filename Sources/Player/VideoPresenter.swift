@@ -144,14 +144,17 @@ final class VideoPresenter: @unchecked Sendable {
             ) { state in
                 if state.stopped || (state.ended && state.items.isEmpty) { return .finish }
                 if state.paused || state.items.isEmpty { return .idle }
-                let first = state.items[0]
-                if first.timeline - now > 0.001 { return .wait(first.timeline - now) }
-                if state.items.count > 1, state.items[1].timeline <= now {
+                let next = state.items.count > 1 ? state.items[1].timeline : nil
+                switch FrameTiming.decide(frame: state.items[0].timeline, next: next, clock: now) {
+                case .wait(let delay):
+                    return .wait(delay)
+                case .drop:
                     state.items.removeFirst()
                     state.dropped += 1
                     return .idle
+                case .present:
+                    return .present(state.items.removeFirst())
                 }
-                return .present(state.items.removeFirst())
             }
             switch step {
             case .finish: return
@@ -173,6 +176,24 @@ final class VideoPresenter: @unchecked Sendable {
                 }
             }
         }
+    }
+}
+
+/// When to show a frame against the master clock: the presenter's pure decision, as ffplay makes it.
+public enum FrameTiming: Equatable, Sendable {
+    /// Too early: wait this many seconds.
+    case wait(Double)
+    /// Due now: present it.
+    case present
+    /// Late, and the next frame is already due too: drop it.
+    case drop
+
+    /// Decides for a frame due at `frame` (seconds on the playback timeline), the one after it due at
+    /// `next` (nil when not decoded yet), with the clock at `clock`; frames within 1 ms count as due.
+    public static func decide(frame: Double, next: Double?, clock: Double) -> FrameTiming {
+        if frame - clock > 0.001 { return .wait(frame - clock) }
+        if let next, next <= clock { return .drop }
+        return .present
     }
 }
 
