@@ -108,8 +108,10 @@ final class Pipeline {
     func run() {
         let realtime = options.pacing == .realtime
         var error: PlayerError?
-        player?.post(.started(player!.status))
+        // Outputs first: opening the sound card silences standard error for a moment (ALSA prints while
+        // SDL probes), and nothing the event thread prints should fall into that gap.
         if realtime { startRealtimeOutputs() }
+        player?.post(.started(player!.status))
         do {
             if options.start > 0 { try seekInput(to: options.start) }
             try demuxLoop()
@@ -416,6 +418,7 @@ final class Pipeline {
                         renderer: renderer, sampleRate: audio.format.sampleRate,
                         channels: audio.format.channelCount)
                 } catch {
+                    player?.control.withLock { $0.output = "null (no audio device)" }
                     player?.post(.warning("\(error.message); playing in real time without sound"))
                 }
             }

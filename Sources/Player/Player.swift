@@ -25,6 +25,7 @@ public final class Player: Sendable {
         var eventsClosed = false
         var listeners: [@Sendable (PlayerEvent) -> Void] = []
         var manual: ManualCaptureSource?
+        var output = ""
     }
 
     let control: Guarded<Control>
@@ -39,7 +40,6 @@ public final class Player: Sendable {
     /// True when a video stream plays.
     public let hasVideo: Bool
     private let pipeline: Transfer<Pipeline>
-    private let outputName: String
     private let threads = Guarded<[PlayerThread]>([])
 
     /// Opens the input and the output and prepares every stage; throws a `PlayerError` whose kind tells
@@ -54,12 +54,13 @@ public final class Player: Sendable {
         guard audioIndex != nil || videoIndex != nil else {
             throw PlayerError(.inputNoStreams, "'\(options.path)': nothing left to play with these options")
         }
+        var control = Control(muted: options.muted)
         switch options.output {
-        case .device: outputName = "device"
-        case .null: outputName = "null"
-        case .file(let path): outputName = path
+        case .device: control.output = "device"
+        case .null: control.output = "null"
+        case .file(let path): control.output = path
         }
-        control = Guarded(Control(muted: options.muted))
+        self.control = Guarded(control)
         let pipeline = try Pipeline(
             options: options, input: input, audioIndex: audioIndex, videoIndex: videoIndex, monitor: monitor)
         hasAudio = pipeline.audio != nil
@@ -167,11 +168,11 @@ public final class Player: Sendable {
     /// A snapshot of position, state and flags.
     public var status: PlayerStatus {
         let capture = monitor.current
-        let (paused, muted) = control.withLock { ($0.paused, $0.muted) }
+        let (paused, muted, output) = control.withLock { ($0.paused, $0.muted, $0.output) }
         return PlayerStatus(
             path: options.path, position: max(0, monitor.now.media), duration: duration, isPaused: paused,
             isMuted: muted, isProtecting: capture.isProtecting(under: monitor.policy), capture: capture,
-            mask: options.mask.description, output: outputName, hasAudio: hasAudio, hasVideo: hasVideo)
+            mask: options.mask.description, output: output, hasAudio: hasAudio, hasVideo: hasVideo)
     }
 
     // MARK: Internals used by the pipeline
