@@ -83,7 +83,7 @@ import Testing
         let events = try jsonEvents(result.stdout)
         let warnings = events.filter { $0["event"] as? String == "warning" }.compactMap { $0["message"] as? String }
         #expect(warnings.count == 1 && warnings[0].hasPrefix("no audio device"), "\(warnings)")
-        #expect(events.first?["output"] as? String == "null (no audio device)")
+        #expect(events.first { $0["event"] as? String == "start" }?["output"] as? String == "null (no audio device)")
         let states = events.filter { $0["event"] as? String == "state" }
         #expect(states.map { $0["state"] as? String } == ["capturing", "clear"])
         #expect(states.map { $0["time"] as? Double } == [0.5, 1])
@@ -99,7 +99,7 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
         let events = try jsonEvents(result.stdout)
         #expect(!events.contains { $0["event"] as? String == "warning" })
-        #expect(events.first?["output"] as? String == "device")
+        #expect(events.first { $0["event"] as? String == "start" }?["output"] as? String == "device")
         let states = events.filter { $0["event"] as? String == "state" }
         #expect(states.map { $0["state"] as? String } == ["capturing", "clear"])
         #expect(states.map { $0["time"] as? Double } == [0.5, 1])
