@@ -26,7 +26,6 @@ final class AudioRenderer: @unchecked Sendable {
         var userMuted = false
         var timeline: Double
         var renderedAt: Double?
-        var underruns = 0
     }
 
     private let state: Guarded<State>
@@ -120,8 +119,8 @@ final class AudioRenderer: @unchecked Sendable {
         let wanted = output.count / channels
         var filled = 0
         var pieces: [(media: Double, from: Int, count: Int)] = []
-        let (paused, muted, ended) = state.withLock { state -> (Bool, Bool, Bool) in
-            if state.paused || state.stopped { return (true, state.userMuted, state.ended) }
+        let (paused, muted) = state.withLock { state -> (Bool, Bool) in
+            if state.paused || state.stopped { return (true, state.userMuted) }
             while filled < wanted, !state.chunks.isEmpty {
                 var chunk = state.chunks[0]
                 let available = chunk.samples.count / channels - chunk.offset
@@ -141,17 +140,14 @@ final class AudioRenderer: @unchecked Sendable {
                     state.chunks[0] = chunk
                 }
             }
-            if filled < wanted {
-                if state.ended {
-                    state.timeline += Double(wanted - filled) / sampleRate
-                } else if filled == 0 {
-                    state.underruns += 1
-                }
+            // Once the input has ended the clock runs on through the silence, so video still plays out;
+            // an underrun before that holds the clock.
+            if filled < wanted, state.ended {
+                state.timeline += Double(wanted - filled) / sampleRate
             }
             state.renderedAt = MonotonicSeconds.now()
-            return (false, state.userMuted, state.ended)
+            return (false, state.userMuted)
         }
-        _ = ended
         if filled < wanted {
             (output.baseAddress! + filled * channels).update(repeating: 0, count: (wanted - filled) * channels)
         }
