@@ -57,6 +57,13 @@ public final class CaptureMonitor: Sendable {
         }
     }
 
+    /// Re-evaluates at the current media time and wall clock, so a lapsed wall-clock lease is announced
+    /// even while media time stands still (paused, or between frames).
+    @discardableResult
+    public func tick() -> CaptureEvent {
+        apply { inner, wall in .advance(to: CaptureTime(media: inner.media, wall: wall)) }
+    }
+
     /// Jumps media time to `media` (seek or loop) and announces a change if there is one.
     @discardableResult
     public func seek(toMedia media: Double) -> CaptureEvent {

@@ -36,7 +36,7 @@ final class Pipeline {
     private var videoSink: VideoSink
     private var masker: VideoMasker
     private var protector: AudioProtector?
-    private(set) var renderer: AudioRenderer?
+    private var renderer: AudioRenderer?
     private var presenter: VideoPresenter?
     private var device: AudioDevice?
     private var wallClock: WallClock?
@@ -55,10 +55,15 @@ final class Pipeline {
     private var videoMasked = 0
     private let packet = Packet()
 
-    init(options: PlayerOptions, input: InputContext, audioIndex: Int?, videoIndex: Int?, monitor: CaptureMonitor)
-        throws(PlayerError)
-    {
+    /// The realtime outputs as other threads (the player's controls) see them.
+    let outputs: RealtimeOutputs
+
+    init(
+        options: PlayerOptions, input: InputContext, audioIndex: Int?, videoIndex: Int?, monitor: CaptureMonitor,
+        outputs: RealtimeOutputs
+    ) throws(PlayerError) {
         self.options = options
+        self.outputs = outputs
         self.input = input
         self.monitor = monitor
         startOffset = input.startSeconds
@@ -140,7 +145,7 @@ final class Pipeline {
         let summary = PlayerSummary(
             reason: reason, position: max(0, monitor.now.media, min(lastMedia, endMedia)), audioFrames: audioCounts.0,
             audioFramesProtected: audioCounts.1, videoFrames: videoCounts.0, videoFramesMasked: videoCounts.1,
-            videoFramesDropped: videoCounts.2, stateChanges: max(0, monitor.history.count - 1),
+            videoFramesDropped: videoCounts.2, stateChanges: player?.control.withLock { $0.stateChanges } ?? 0,
             damagedPackets: damaged, error: error?.message)
         player?.finish(summary, error: error)
     }
@@ -448,6 +453,13 @@ final class Pipeline {
             presenter.run(clock: clock)
             self.presenter = presenter
         }
+        outputs.install(renderer: renderer, presenter: presenter, wallClock: wallClock)
+        // Controls used before the outputs existed (a pause before start) apply now; later ones go
+        // through `outputs` directly.
+        if let control = player?.control.withLock({ ($0.paused, $0.muted) }) {
+            outputs.setPaused(control.0)
+            outputs.setMuted(control.1)
+        }
     }
 
     private func finishRealtimeOutputs(waitForDrain: Bool) {
@@ -463,18 +475,42 @@ final class Pipeline {
         renderer?.stop()
     }
 
-    /// Stops the realtime outputs at once (a stop request).
-    func stopOutputs() {
-        renderer?.stop()
-        presenter?.stop()
-    }
-
-    /// Pauses or resumes the realtime outputs.
-    func setOutputsPaused(_ paused: Bool) {
-        renderer?.setPaused(paused)
-        presenter?.setPaused(paused)
-        if paused { wallClock?.hold() } else { wallClock?.run() }
-    }
-
     private func format(_ seconds: Double) -> String { String(format: "%.1f", seconds) }
+}
+
+/// The realtime outputs (audio renderer, video presenter, wall clock), installed by the pipeline thread
+/// once it has made them and used by the player's controls from any thread.
+final class RealtimeOutputs: Sendable {
+    private struct Parts {
+        var renderer: AudioRenderer?
+        var presenter: VideoPresenter?
+        var wallClock: WallClock?
+    }
+
+    private let parts = Guarded(Parts())
+
+    /// Makes the outputs reachable by the controls.
+    func install(renderer: AudioRenderer?, presenter: VideoPresenter?, wallClock: WallClock?) {
+        parts.withLock { $0 = Parts(renderer: renderer, presenter: presenter, wallClock: wallClock) }
+    }
+
+    /// Stops the outputs at once (a stop request).
+    func stop() {
+        let parts = parts.withLock { $0 }
+        parts.renderer?.stop()
+        parts.presenter?.stop()
+    }
+
+    /// Pauses or resumes the outputs and the clock.
+    func setPaused(_ paused: Bool) {
+        let parts = parts.withLock { $0 }
+        parts.renderer?.setPaused(paused)
+        parts.presenter?.setPaused(paused)
+        if paused { parts.wallClock?.hold() } else { parts.wallClock?.run() }
+    }
+
+    /// Applies the user's mute to the audio leaving the renderer.
+    func setMuted(_ muted: Bool) {
+        parts.withLock { $0 }.renderer?.setUserMuted(muted)
+    }
 }

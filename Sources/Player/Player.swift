@@ -26,6 +26,7 @@ public final class Player: Sendable {
         var listeners: [@Sendable (PlayerEvent) -> Void] = []
         var manual: ManualCaptureSource?
         var output = ""
+        var stateChanges = 0
     }
 
     let control: Guarded<Control>
@@ -40,6 +41,7 @@ public final class Player: Sendable {
     /// True when a video stream plays.
     public let hasVideo: Bool
     private let pipeline: Transfer<Pipeline>
+    private let outputs = RealtimeOutputs()
     private let threads = Guarded<[PlayerThread]>([])
 
     /// Opens the input and the output and prepares every stage; throws a `PlayerError` whose kind tells
@@ -62,7 +64,8 @@ public final class Player: Sendable {
         }
         self.control = Guarded(control)
         let pipeline = try Pipeline(
-            options: options, input: input, audioIndex: audioIndex, videoIndex: videoIndex, monitor: monitor)
+            options: options, input: input, audioIndex: audioIndex, videoIndex: videoIndex, monitor: monitor,
+            outputs: outputs)
         hasAudio = pipeline.audio != nil
         hasVideo = pipeline.video != nil
         self.pipeline = Transfer(pipeline)
@@ -78,13 +81,14 @@ public final class Player: Sendable {
             return !control.started
         }
         guard first else { return }
-        let events = PlayerThread(name: "guard-play events") { [self] in deliverEvents() }
         // The state at the start goes out with the `started` event; listeners hear of changes after it.
         monitor.seek(toMedia: options.start)
         monitor.addListener { [weak self] event in
             guard let self else { return }
+            self.control.withLock { $0.stateChanges += 1 }
             self.post(.capture(event, protecting: event.isProtecting(under: self.monitor.policy)))
         }
+        let events = PlayerThread(name: "guard-play events") { [self] in deliverEvents() }
         let pipeline = self.pipeline
         let worker = PlayerThread(name: "guard-play pipeline") { pipeline.value.run() }
         threads.withLock { $0 = [events, worker] }
@@ -116,7 +120,7 @@ public final class Player: Sendable {
     /// Mutes or unmutes the audio (the user's mute; protection mutes regardless).
     public func setMuted(_ muted: Bool) {
         control.withLock { $0.muted = muted }
-        pipeline.value.renderer?.setUserMuted(muted)
+        outputs.setMuted(muted)
         post(.muted(muted, status))
     }
 
@@ -146,7 +150,7 @@ public final class Player: Sendable {
     /// Stops playback; `wait()` then returns with reason `stopped`.
     public func stop() {
         control.withLock { $0.stopRequested = true }
-        pipeline.value.stopOutputs()
+        outputs.stop()
     }
 
     /// Calls `listener` with every event from now on, in order, on the player's event thread.
@@ -179,7 +183,7 @@ public final class Player: Sendable {
 
     private func setPaused(_ paused: Bool) {
         control.withLock { $0.paused = paused }
-        pipeline.value.setOutputsPaused(paused)
+        outputs.setPaused(paused)
         post(.paused(paused, status))
     }
 
@@ -214,19 +218,21 @@ public final class Player: Sendable {
         if let manual { monitor.detach(source: manual.name) }
     }
 
+    /// The event thread: delivers events in order, and ticks the monitor every 100 ms so that a live
+    /// source's lapsed lease turns the state `unknown` even while paused.
     private func deliverEvents() {
         while true {
-            let (batch, listeners, closed) = control.wait(until: { !$0.events.isEmpty || $0.eventsClosed }) {
+            monitor.tick()
+            let (batch, listeners, closed) = control.wait(
+                until: { !$0.events.isEmpty || $0.eventsClosed }, timeout: 0.1
+            ) {
                 control in
                 let batch = control.events
                 control.events.removeAll()
                 return (batch, control.listeners, control.eventsClosed)
             }
             for event in batch { for listener in listeners { listener(event) } }
-            if closed && control.withLock({ $0.events.isEmpty }) {
-                control.withLock { _ in }
-                return
-            }
+            if closed && control.withLock({ $0.events.isEmpty }) { return }
         }
     }
 }

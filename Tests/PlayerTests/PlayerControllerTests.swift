@@ -124,6 +124,33 @@ func fastNull(_ name: String) -> PlayerOptions {
         #expect(try player.wait().reason == "stopped")
     }
 
+    @Test func aLeaseLapsingWhilePausedIsAnnounced() throws {
+        let wall = Mutex(0.0)
+        let monitor = CaptureMonitor(wallClock: { wall.withLock { $0 } })
+        let remote = RemoteCaptureSource(client: "phone")
+        monitor.attach(remote)
+        #expect(remote.receive(.clear, sequence: 1, lease: 5) == .accepted)
+        var options = fastNull("song.m4a")
+        options.pacing = .realtime
+        let player = try Player(options: options, monitor: monitor)
+        let log = EventLog()
+        player.addListener { log.append($0) }
+        player.pause()
+        player.start()
+        // Nothing plays and media time stands still; only the wall clock moves past the lease.
+        wall.withLock { $0 = 6 }
+        var waited = 0
+        while log.captures.isEmpty && waited < 100 {
+            usleep(50_000)
+            waited += 1
+        }
+        #expect(log.captures.map(\.state) == [.unknown])
+        #expect(log.captures.first?.source == "remote:phone")
+        #expect(player.status.isProtecting && player.status.isPaused)
+        player.stop()
+        #expect(try player.wait().stateChanges == 1)
+    }
+
     @Test func badInputIsATypedError() {
         #expect {
             try Player(options: fastNull("no-such-file.m4a"), monitor: CaptureMonitor())
