@@ -6,8 +6,9 @@ import Foundation
 /// samples leave the queue — so audio already queued when capture starts is muted too — and the audio
 /// clock that video follows.
 final class AudioRenderer: @unchecked Sendable {
-    // Invariant: `state` is guarded by its own lock; `protector`, `scratch` and `tap` are used only by
-    // the render thread (one device callback at a time), which is the only caller of `render`.
+    // Invariant: `state` is guarded by its own lock. `protector` and `tap` are used only by the render
+    // thread (one device callback at a time), the only caller of `render`. `tap` and `latency` are set
+    // by the pipeline thread before the device starts and only read afterwards.
     private struct Chunk {
         var samples: [Float]
         var media: Double

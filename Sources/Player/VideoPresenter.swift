@@ -43,7 +43,7 @@ struct VideoItem {
 /// dropped when the next one is already due, as ffplay does).
 final class VideoPresenter: @unchecked Sendable {
     // Invariant: the queue and flags live in `state` under its lock; `masker` and `sink` are used only
-    // by the presenter thread once `start` has been called.
+    // by the presenter thread once `run` has started it; `thread` is set and joined by the pipeline thread.
     private struct State {
         var items: [VideoItem] = []
         var serial = 0
@@ -121,8 +121,7 @@ final class VideoPresenter: @unchecked Sendable {
 
     /// Starts presenting against `clock` (seconds on the playback timeline).
     func run(clock: @escaping @Sendable () -> Double) {
-        let presenter = Transfer(self)
-        thread = PlayerThread(name: "guard-play video") { presenter.value.loop(clock: clock) }
+        thread = PlayerThread(name: "guard-play video") { [self] in loop(clock: clock) }
     }
 
     /// Waits for the presenter thread to end.
