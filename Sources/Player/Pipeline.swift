@@ -241,20 +241,29 @@ final class Pipeline {
 
     private func route(_ packet: Packet) throws(PlayerError) {
         if let audio, packet.streamIndex == audio.index, !audioDone {
-            send(packet, to: audio.decoder)
+            if !send(packet, to: audio.decoder) {
+                try receiveAudio(audio)
+                _ = send(packet, to: audio.decoder)
+            }
             try receiveAudio(audio)
         } else if let video, packet.streamIndex == video.index, !videoDone {
-            send(packet, to: video.decoder)
+            if !send(packet, to: video.decoder) {
+                try receiveVideo(video)
+                _ = send(packet, to: video.decoder)
+            }
             try receiveVideo(video)
         }
     }
 
-    private func send(_ packet: Packet, to decoder: Decoder) {
+    /// Sends a packet; returns false when the decoder is full (its frames must be received first).
+    /// Undecodable data is noted and counts as taken.
+    private func send(_ packet: Packet, to decoder: Decoder) -> Bool {
         do {
             if packet.isCorrupt { noteDamage("corrupt packet") }
-            _ = try decoder.send(packet)
+            return try decoder.send(packet)
         } catch {
             noteDamage(error.message)
+            return true
         }
     }
 
