@@ -56,7 +56,8 @@ let package = Package(
         .testTarget(name: "PackagerTests", dependencies: ["Packager", "MediaCore", "Crypto"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Crypto"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "ControlAPI", "HTTPServer", "Store"]),
+        .testTarget(
+            name: "GatewayTests", dependencies: ["Gateway", "ControlAPI", "HTTPServer", "Store", "CaptureMonitor"]),
         // Runs the built `guard-play` binary and checks what it writes with MediaCore.
         .testTarget(name: "EndToEndTests", dependencies: ["MediaCore", "HTTPTestSupport", "Crypto"]),
         // A raw HTTP/1.1 client for tests that must send exactly the bytes they mean.

@@ -1,4 +1,5 @@
 public import Foundation
+public import Gateway
 import HTTPServer
 
 /// A player's state as the control API reports it.
@@ -124,5 +125,19 @@ public enum PlayerRoutes {
             "captureSource": .string(status.captureSource), "captureReason": .string(status.captureReason),
             "protecting": .bool(status.protecting),
         ])
+    }
+}
+
+/// The REST API of `guard-play FILE --control ADDR`: the player routes and the ops routes.
+public enum PlayerAPI {
+    /// A router for `player`, with API tokens checked by `authenticate`.
+    public static func router(
+        player: any PlayerControlling, state: ServiceState, metrics: Metrics,
+        authenticate: @escaping @Sendable (String?) -> Result<Set<Scope>, APITokenRefusal>,
+        log: @escaping @Sendable (String) -> Void
+    ) -> Router {
+        Router(
+            routes: OpsRoutes.routes(state: state, metrics: metrics) + PlayerRoutes.routes(player: player),
+            options: RouterOptions(authenticate: authenticate, log: log), metrics: metrics)
     }
 }

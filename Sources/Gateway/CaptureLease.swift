@@ -1,14 +1,9 @@
+public import CaptureMonitor
 public import Foundation
 
-/// A session's capture state as the gateway knows it.
-public enum CaptureState: String, Sendable, Equatable, CaseIterable {
-    /// The client reported no capture and its lease is current.
-    case clear
-    /// The client reported a capture and its lease is current.
-    case capturing
-    /// No current report: the client never reported, or its lease ran out. Protects, like capturing.
-    case unknown
-}
+// A session's capture state is the player's `CaptureState` (clear, capturing, unknown): for a session,
+// `clear` and `capturing` hold while the client's last report is within its lease, and `unknown` (which
+// protects, like capturing) is the state before any report and after a lapse.
 
 /// One change of a session's capture state.
 public struct CaptureChange: Sendable, Equatable {

@@ -1,3 +1,4 @@
+import CaptureMonitor
 import Crypto
 public import Foundation
 public import Store

@@ -1,3 +1,4 @@
+public import CaptureMonitor
 public import Foundation
 import Synchronization
 

@@ -1,3 +1,4 @@
+import CaptureMonitor
 import Foundation
 public import Store
 import Synchronization

@@ -26,6 +26,10 @@ enum PlayCommand {
           --loop N                     play N times (0 = forever)
           --status line|json|none      status display (default: a live line on a terminal)
           --threads N                  video decoder threads (default: automatic)
+          --control HOST:PORT          serve the player's REST control API there (GET /v1/player, POST
+                                       /v1/player/{pause,resume,seek}, PUT /v1/player/capture-state,
+                                       /v1/player/events); API tokens (scope control) come from --data
+          --data DIR                   the gateway data directory holding API tokens (default ./guard-data)
           Keys on a terminal: space pause, ←/→ seek 5 s, m mute, r toggle simulated recording, q quit.
         """
 
@@ -33,7 +37,7 @@ enum PlayCommand {
         .init("simulate-recording", .optionalValue), .init("simulate-stall"), .init("on-unknown"), .init("mask"),
         .init("output"), .init("realtime", .flag), .init("fast", .flag), .init("start"), .init("length"),
         .init("volume"), .init("mute", .flag), .init("no-audio", .flag), .init("no-video", .flag), .init("loop"),
-        .init("status"), .init("threads"),
+        .init("status"), .init("threads"), .init("control"), .init("data"),
     ]
 
     /// What the command line asked for, checked.
@@ -42,6 +46,8 @@ enum PlayCommand {
         var scheduled: [any ScheduledCaptureSource]
         var policy: UnknownPolicy
         var status: StatusMode
+        /// Where to serve the REST control API, and the data directory its tokens live in.
+        var control: (configuration: ServeConfiguration, address: String)?
     }
 
     static func run(_ arguments: [String]) throws(CLIError) -> ExitCode {
@@ -54,6 +60,10 @@ enum PlayCommand {
         } catch {
             throw CLIError(exitCode(for: error.kind), error.message)
         }
+        let control = try request.control.map { control throws(CLIError) in
+            try PlayerControlServer.start(player: player, configuration: control.configuration)
+        }
+        defer { control?.stop() }
         let session = PlaySession(player: player, status: request.status)
         return session.run()
     }
@@ -114,7 +124,16 @@ enum PlayCommand {
         let status =
             try parsed.parsed("status", as: "line, json or none") { StatusMode(rawValue: $0) }
             ?? (isatty(STDERR_FILENO) == 1 ? .line : .log)
-        return Request(player: player, scheduled: scheduled, policy: policy, status: status)
+        var control: (configuration: ServeConfiguration, address: String)?
+        if let address = parsed.value("control") {
+            var configuration = ServeConfiguration()
+            try configuration.set("listen", address, source: "--control")
+            if let data = parsed.value("data") { try configuration.set("data", data, source: "--data") }
+            control = (configuration, address)
+        } else if parsed.has("data") {
+            throw CLIError(.usage, "--data is only used with --control")
+        }
+        return Request(player: player, scheduled: scheduled, policy: policy, status: status, control: control)
     }
 
     private static func seconds(_ text: String) -> Double? {

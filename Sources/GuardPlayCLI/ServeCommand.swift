@@ -64,6 +64,8 @@ enum ServeCommand {
         sigaddset(&signals, SIGINT)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
+        // The database, the KEK file and packaged output are for this user alone.
+        umask(0o077)
 
         let (store, kek) = try openStore(configuration)
         let gateway: Gateway
@@ -109,8 +111,6 @@ enum ServeCommand {
 
     /// Opens the store under the data directory with the KEK from GUARDPLAY_KEK or the KEK file.
     static func openStore(_ configuration: ServeConfiguration) throws(CLIError) -> (Store, KeyEncryptionKey) {
-        // The database, the KEK file and packaged output are for this user alone.
-        umask(0o077)
         do {
             try FileManager.default.createDirectory(
                 atPath: configuration.dataDirectory, withIntermediateDirectories: true,

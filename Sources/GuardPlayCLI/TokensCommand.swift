@@ -22,6 +22,8 @@ enum TokensCommand {
             throw CLIError(.usage, "tokens needs an action: create, list or revoke\n\(help)")
         }
         let configuration = try ServeConfiguration.load(parsed)
+        // The database and the KEK file are for this user alone.
+        umask(0o077)
         switch action {
         case "create":
             guard parsed.positionals.count == 1 else { throw CLIError(.usage, "tokens create takes no arguments") }

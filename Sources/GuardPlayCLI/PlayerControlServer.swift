@@ -1,0 +1,31 @@
+import ControlAPI
+import Foundation
+import Gateway
+import HTTPServer
+import Player
+
+/// The REST control server of `guard-play FILE --control ADDR`: the player routes on the gateway's HTTP
+/// server, with API tokens (scope `control`) from the gateway's store under `--data`.
+enum PlayerControlServer {
+    /// Opens the token store, attaches the remote capture source and starts serving; the caller stops
+    /// the returned server when playback ends.
+    static func start(player: Player, configuration: ServeConfiguration) throws(CLIError) -> HTTPServer {
+        let log: @Sendable (String) -> Void = { message in
+            FileHandle.standardError.write(Data("guard-play control: \(message)\n".utf8))
+        }
+        let (store, _) = try ServeCommand.openStore(configuration)
+        let adapter = PlayerControlAdapter(player: player)
+        let router = PlayerAPI.router(
+            player: adapter, state: ServiceState(), metrics: Metrics(),
+            authenticate: { token in
+                do { return try APITokens.authenticate(token, in: store) } catch {
+                    log("store: \(error)")
+                    return .failure(.invalid)
+                }
+            }, log: log)
+        let server = GatewayAPI.server(configuration: configuration.httpServer(log: log), router: router)
+        do { try server.start() } catch { throw CLIError(.failure, "--control: \(error)") }
+        log("listening on http://\(ServeCommand.urlHost(configuration.host)):\(server.port)")
+        return server
+    }
+}

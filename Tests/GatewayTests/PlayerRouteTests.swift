@@ -1,0 +1,146 @@
+import ControlAPI
+import Foundation
+import Gateway
+import HTTPServer
+import Synchronization
+import Testing
+
+/// A player that records what the control API asks of it.
+final class RecordingPlayer: PlayerControlling {
+    struct State {
+        var report = PlayerStatusReport(
+            state: "playing", position: 1, duration: 10, capture: "clear", captureSource: "none",
+            captureReason: "no capture sources", protecting: false)
+        var calls: [String] = []
+        var lastSeq: UInt64?
+        var subscribers: [Int: @Sendable (String, JSON) -> Bool] = [:]
+    }
+
+    let state = Mutex(State())
+
+    var status: PlayerStatusReport { state.withLock { $0.report } }
+    func pause() {
+        state.withLock {
+            $0.calls.append("pause"); $0.report.state = "paused"
+        }
+    }
+    func resume() {
+        state.withLock {
+            $0.calls.append("resume"); $0.report.state = "playing"
+        }
+    }
+    func seek(to seconds: Double) {
+        state.withLock {
+            $0.calls.append("seek \(seconds)"); $0.report.position = seconds
+        }
+    }
+
+    func reportCapture(capturing: Bool, seq: UInt64, lease: Double, observedAt: Date) -> PlayerReportOutcome {
+        state.withLock { state in
+            if let last = state.lastSeq, seq <= last { return .stale(lastSeq: last) }
+            state.lastSeq = seq
+            state.calls.append("report \(capturing) \(seq) \(lease)")
+            state.report.capture = capturing ? "capturing" : "clear"
+            state.report.protecting = capturing
+            return .accepted
+        }
+    }
+
+    func subscribe(_ subscriber: @escaping @Sendable (String, JSON) -> Bool) -> Int {
+        state.withLock { state in
+            let id = state.subscribers.count + 1
+            state.subscribers[id] = subscriber
+            return id
+        }
+    }
+
+    func unsubscribe(_ id: Int) { _ = state.withLock { $0.subscribers.removeValue(forKey: id) } }
+
+    func emit(_ name: String, _ payload: JSON) {
+        for subscriber in state.withLock({ Array($0.subscribers.values) }) { _ = subscriber(name, payload) }
+    }
+}
+
+@Suite struct PlayerRouteTests {
+    let player = RecordingPlayer()
+    let router: Router
+
+    init() {
+        router = PlayerAPI.router(
+            player: player, state: ServiceState(), metrics: Metrics(),
+            authenticate: { token in
+                switch token {
+                case "control": .success([.control])
+                case "package": .success([.package])
+                case nil: .failure(.missing)
+                default: .failure(.invalid)
+                }
+            }, log: { _ in })
+    }
+
+    func call(_ method: String, _ target: String, token: String? = "control", body: String? = nil) -> HTTPResponse {
+        var headers = HTTPHeaders([("Host", "player.test")])
+        if let token { headers.add("Authorization", "Bearer \(token)") }
+        return router.respond(
+            to: HTTPRequest(method: method, target: target, headers: headers, body: Array((body ?? "").utf8)))
+    }
+
+    @Test func needsAControlToken() {
+        #expect(call("GET", "/v1/player", token: nil).problemCode == "api-token-missing")
+        #expect(call("GET", "/v1/player", token: "package").status == 403)
+        #expect(call("GET", "/v1/player").json?["state"] == "playing")
+        #expect(call("GET", "/livez", token: nil).status == 200)
+    }
+
+    @Test func pausesResumesAndSeeksWithinTheMedia() {
+        #expect(call("POST", "/v1/player/pause").json?["state"] == "paused")
+        #expect(call("POST", "/v1/player/resume").json?["state"] == "playing")
+        #expect(call("POST", "/v1/player/seek", body: #"{"position":4.5}"#).json?["position"] == .number(4.5))
+        #expect(call("POST", "/v1/player/seek", body: #"{"position":11}"#).status == 422)
+        #expect(call("POST", "/v1/player/seek", body: #"{"position":-1}"#).status == 422)
+        #expect(call("POST", "/v1/player/seek", body: #"{"at":1}"#).status == 422)
+        #expect(call("GET", "/v1/player/pause").status == 405)
+        #expect(player.state.withLock { $0.calls } == ["pause", "resume", "seek 4.5"])
+    }
+
+    @Test func passesCaptureReportsToTheRemoteSourceWithTheirLease() {
+        let first = call(
+            "PUT", "/v1/player/capture-state",
+            body: #"{"capturing":true,"seq":7,"observedAt":"2027-01-01T00:00:00Z","leaseSeconds":2.5}"#)
+        #expect(first.json?["applied"] == true && first.json?["player"]?["protecting"] == true)
+        let stale = call(
+            "PUT", "/v1/player/capture-state", body: #"{"capturing":false,"seq":7,"observedAt":"2027-01-01T00:00:00Z"}"#
+        )
+        #expect(stale.json?["applied"] == false && stale.json?["lastSeq"] == 7)
+        let defaultLease = call(
+            "PUT", "/v1/player/capture-state", body: #"{"capturing":false,"seq":8,"observedAt":"2027-01-01T00:00:00Z"}"#
+        )
+        #expect(defaultLease.json?["applied"] == true)
+        #expect(player.state.withLock { $0.calls } == ["report true 7 2.5", "report false 8 10.0"])
+        #expect(
+            call("PUT", "/v1/player/capture-state", body: #"{"capturing":true,"seq":9,"observedAt":"now"}"#).status
+                == 422)
+        #expect(
+            call(
+                "PUT", "/v1/player/capture-state",
+                body: #"{"capturing":true,"seq":9,"observedAt":"2027-01-01T00:00:00Z","leaseSeconds":0}"#
+            ).status == 422)
+    }
+
+    @Test func streamsStatusThenThePlayersEvents() {
+        let response = call("GET", "/v1/player/events")
+        guard case .stream(let stream) = response.body else {
+            Issue.record("not a stream")
+            return
+        }
+        #expect(
+            String(decoding: stream.takePending(), as: UTF8.self).contains(
+                "event: status\ndata: {\"state\":\"playing\""))
+        player.emit("state", .object([("event", "state"), ("state", "capturing")]))
+        #expect(
+            String(decoding: stream.takePending(), as: UTF8.self)
+                == "event: state\ndata: {\"event\":\"state\",\"state\":\"capturing\"}\n\n")
+        stream.finish()
+        #expect(player.state.withLock { $0.subscribers.isEmpty })
+    }
+}
