@@ -46,10 +46,10 @@ segment="$work/imports/clip/seg0.ts"
 segment_seconds=$(awk -F'[:,]' '/^#EXTINF/ {print $2; exit}' "$work/imports/clip/media.m3u8")
 segment_bytes=$(stat -c %s "$segment")
 
-# The gateway, release build, two HTTP threads per core.
+# The gateway, release build, one HTTP thread per core.
 gateway_port=$(free_port)
 "$binary" serve --data "$work/data" --listen "127.0.0.1:$gateway_port" --import-root "$work/imports" \
-    --threads "$(( $(nproc) * 2 ))" --drain 0 > "$work/gateway.out" 2> "$work/gateway.err" &
+    --threads "$(nproc)" --drain 0 > "$work/gateway.out" 2> "$work/gateway.err" &
 gateway_pid=$!
 pids+=("$gateway_pid")
 for _ in $(seq 100); do grep -q listening "$work/gateway.out" 2>/dev/null && break; sleep 0.1; done

@@ -288,41 +288,56 @@ public final class Router: Sendable {
             throw APIProblem.badRequest(
                 "invalid-path", "The path may contain only letters, digits and '-', '_', '.', '~' and '/'.")
         }
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        // Split on the byte: Character splitting is far slower, and the bytes are all ASCII here.
+        let parts = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst()
+            .map { Substring($0) }
         if parts.count == 1 && parts.first == "" { return [] }
         guard !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else {
             throw APIProblem.badRequest("invalid-path", "The path may not contain empty, '.' or '..' segments.")
         }
-        return Array(parts)
+        return parts
     }
 
     /// The query's parameters, percent-decoded (`+` is a space); a repeated name, a bad escape, `%00`
-    /// or text that is not UTF-8 is a 400.
+    /// or text that is not UTF-8 is a 400. Works on bytes: this runs on every key request.
     static func queryParameters(_ query: String?) throws -> [String: String] {
         guard let query, !query.isEmpty else { return [:] }
         var parameters: [String: String] = [:]
-        let pairs = query.split(separator: "&", omittingEmptySubsequences: true)
-        guard pairs.count <= 32 else {
-            throw APIProblem.badRequest("invalid-query", "The query has more than 32 parameters.")
-        }
-        for pair in pairs {
-            let halves = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = percentDecode(halves[0]), let value = percentDecode(halves.count > 1 ? halves[1] : "")
-            else {
-                throw APIProblem.badRequest(
-                    "invalid-query", "The query has a malformed escape, a NUL byte or text that is not UTF-8.")
+        let bytes = query.utf8
+        var pairs = 0
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.endIndex
+            if start < end {
+                pairs += 1
+                guard pairs <= 32 else {
+                    throw APIProblem.badRequest("invalid-query", "The query has more than 32 parameters.")
+                }
+                let pair = bytes[start..<end]
+                let equals = pair.firstIndex(of: UInt8(ascii: "=")) ?? end
+                let value = equals < end ? pair[pair.index(after: equals)...] : pair[end...]
+                guard let name = percentDecode(pair[..<equals]), let decoded = percentDecode(value) else {
+                    throw APIProblem.badRequest(
+                        "invalid-query", "The query has a malformed escape, a NUL byte or text that is not UTF-8.")
+                }
+                guard parameters[name] == nil else {
+                    throw APIProblem.badRequest(
+                        "invalid-query", "The query parameter '\(printable(name))' is repeated.")
+                }
+                parameters[name] = decoded
             }
-            guard parameters[name] == nil else {
-                throw APIProblem.badRequest("invalid-query", "The query parameter '\(printable(name))' is repeated.")
-            }
-            parameters[name] = value
+            start = end < bytes.endIndex ? bytes.index(after: end) : end
         }
         return parameters
     }
 
-    static func percentDecode(_ text: Substring) -> String? {
+    static func percentDecode(_ text: Substring.UTF8View) -> String? {
+        // Most parameters have no escape: take them as they are.
+        if !text.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") || $0 == 0 }) {
+            return String(Substring(text))
+        }
         var bytes: [UInt8] = []
-        var iterator = text.utf8.makeIterator()
+        var iterator = text.makeIterator()
         while let byte = iterator.next() {
             switch byte {
             case UInt8(ascii: "+"): bytes.append(0x20)
@@ -333,6 +348,7 @@ public final class Router: Sendable {
                 let decoded = high << 4 | low
                 guard decoded != 0 else { return nil }
                 bytes.append(decoded)
+            case 0: return nil
             default: bytes.append(byte)
             }
         }

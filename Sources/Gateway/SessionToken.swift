@@ -32,7 +32,10 @@ public struct SessionTokenSigner: Sendable {
     public func verify(_ token: String?, now: Date) -> Result<SessionClaims, AccessRefusal> {
         guard let token, !token.isEmpty else { return .failure(.tokenMissing) }
         guard token.utf8.count <= 256 else { return .failure(.tokenMalformed) }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        // Bytes, not Characters: this runs on every key request and the token is ASCII when valid.
+        let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).map {
+            Substring($0)
+        }
         guard parts.count == 5, parts[0] == "v1", Identifier.isValid(parts[1]), Identifier.isValid(parts[2]),
             parts[3].utf8.count <= 12, parts[3].utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let expiry = Int64(parts[3]),
             parts[4].utf8.count == 43

@@ -33,7 +33,7 @@ public struct HTTPServerConfiguration: Sendable {
     public init(
         host: String = "127.0.0.1", port: UInt16 = 8080, threads: Int = 4, connectionLimit: Int = 1024,
         perClientConnectionLimit: Int = 0, idleTimeoutSeconds: Int = 30, headerTimeout: Double = 10,
-        connectionMemoryLimit: Int = 32 * 1024, maxBodyBytes: Int = 64 * 1024, maxHeaderCount: Int = 64,
+        connectionMemoryLimit: Int = 16 * 1024, maxBodyBytes: Int = 64 * 1024, maxHeaderCount: Int = 64,
         maxTargetLength: Int = 4096, heartbeatInterval: Double = 15,
         log: @escaping @Sendable (String) -> Void = { _ in }
     ) {
