@@ -102,30 +102,24 @@ extension Store {
     public func finishJob(
         _ id: String, state: JobState, error: String? = nil, output: String? = nil, at date: Date
     ) throws(StoreError) -> Bool {
-        try with { database throws(StoreError) in
-            try database.query(
-                """
-                UPDATE packaging_jobs SET state = ?, error = ?, output = ?, updated_at = ?,
-                    progress = CASE WHEN ? = 'succeeded' THEN 1 ELSE progress END
-                WHERE id = ? AND state IN ('queued', 'running')
-                """,
-                [
-                    .text(state.rawValue), optionalText(error), optionalText(output), .real(date.timeIntervalSince1970),
-                    .text(state.rawValue), .text(id),
-                ])
-            return database.changes > 0
-        }
+        try changed(
+            """
+            UPDATE packaging_jobs SET state = ?, error = ?, output = ?, updated_at = ?,
+                progress = CASE WHEN ? = 'succeeded' THEN 1 ELSE progress END
+            WHERE id = ? AND state IN ('queued', 'running')
+            """,
+            [
+                .text(state.rawValue), optionalText(error), optionalText(output), .real(date.timeIntervalSince1970),
+                .text(state.rawValue), .text(id),
+            ])
     }
 
     /// Puts a running job back in the queue without counting against it (a graceful shutdown
     /// interrupted it); false when it was not running.
     public func requeueJob(_ id: String, at date: Date) throws(StoreError) -> Bool {
-        try with { database throws(StoreError) in
-            try database.query(
-                "UPDATE packaging_jobs SET state = 'queued', progress = 0, attempts = max(attempts - 1, 0), updated_at = ? WHERE id = ? AND state = 'running'",
-                [.real(date.timeIntervalSince1970), .text(id)])
-            return database.changes > 0
-        }
+        try changed(
+            "UPDATE packaging_jobs SET state = 'queued', progress = 0, attempts = max(attempts - 1, 0), updated_at = ? WHERE id = ? AND state = 'running'",
+            [.real(date.timeIntervalSince1970), .text(id)])
     }
 
     /// After a restart: jobs left `running` by a process that died go back to `queued`, or to

@@ -47,6 +47,14 @@ public final class Store: @unchecked Sendable {
         try lock.withLock { _ throws(StoreError) in try body(connection) }
     }
 
+    /// Runs one UPDATE or DELETE; true when it changed a row.
+    func changed(_ sql: String, _ values: [SQLValue]) throws(StoreError) -> Bool {
+        try with { database throws(StoreError) in
+            try database.query(sql, values)
+            return database.changes > 0
+        }
+    }
+
     /// The schema version the database is at.
     public func schemaVersion() throws(StoreError) -> Int {
         try with { database throws(StoreError) in
@@ -103,12 +111,9 @@ extension Store {
 
     /// Changes an asset's key policy; false when there is no such asset.
     public func setPolicy(asset id: String, denyKeysWhileCapturing: Bool, at date: Date) throws(StoreError) -> Bool {
-        try with { database throws(StoreError) in
-            try database.query(
-                "UPDATE assets SET deny_keys_while_capturing = ?, updated_at = ? WHERE id = ?",
-                [.integer(denyKeysWhileCapturing ? 1 : 0), .real(date.timeIntervalSince1970), .text(id)])
-            return database.changes > 0
-        }
+        try changed(
+            "UPDATE assets SET deny_keys_while_capturing = ?, updated_at = ? WHERE id = ?",
+            [.integer(denyKeysWhileCapturing ? 1 : 0), .real(date.timeIntervalSince1970), .text(id)])
     }
 
     /// The asset with `id`, or nil.
@@ -171,12 +176,9 @@ extension Store {
 
     /// Marks a session revoked; false when there is no such session or it was already revoked.
     public func revokeSession(_ id: String, at date: Date) throws(StoreError) -> Bool {
-        try with { database throws(StoreError) in
-            try database.query(
-                "UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                [.real(date.timeIntervalSince1970), .text(id)])
-            return database.changes > 0
-        }
+        try changed(
+            "UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+            [.real(date.timeIntervalSince1970), .text(id)])
     }
 
     /// Sessions that have not expired by `date`, revoked ones included.
@@ -233,12 +235,9 @@ extension Store {
 
     /// Marks a token revoked; false when there is no such live token.
     public func revokeToken(_ id: String, at date: Date) throws(StoreError) -> Bool {
-        try with { database throws(StoreError) in
-            try database.query(
-                "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                [.real(date.timeIntervalSince1970), .text(id)])
-            return database.changes > 0
-        }
+        try changed(
+            "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+            [.real(date.timeIntervalSince1970), .text(id)])
     }
 
     static let tokenColumns = "SELECT id, secret_hash, scopes, name, created_at, revoked_at FROM api_tokens"
