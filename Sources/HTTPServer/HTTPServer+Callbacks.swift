@@ -213,7 +213,12 @@ extension HTTPServer {
             // libmicrohttpd destroys the response.
             let context = Unmanaged.passRetained(StreamBinding(server: self, stream: stream)).toOpaque()
             made = MHD_create_response_from_callback(cmhd_size_unknown64(), 4096, readStream, context, streamReleased)
-            if made == nil { Unmanaged<StreamBinding>.fromOpaque(context).release() }
+            if made == nil {
+                // No response took the binding: undo what streamReleased would have.
+                Unmanaged<StreamBinding>.fromOpaque(context).release()
+                unregister(stream)
+                stream.close()
+            }
         }
         guard let made else { return .NO }
         defer { MHD_destroy_response(made) }
