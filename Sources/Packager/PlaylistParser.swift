@@ -57,6 +57,8 @@ struct ParsedMediaPlaylist {
     var independentSegments = false
     var iFramesOnly = false
     var endList = false
+    /// True when some EXTINF is written with a decimal point (version 3 or later).
+    var hasDecimalDurations = false
     var segments: [Segment] = []
     /// Every EXT-X-KEY line's attributes, in order.
     var keyLines: [[String: String]] = []
@@ -122,6 +124,7 @@ struct ParsedMediaPlaylist {
                     throw FormatError(place, "EXTINF duration '\(text)' is not a non-negative number")
                 }
                 duration = seconds
+                if text.contains(".") { hasDecimalDurations = true }
             case "#EXT-X-BYTERANGE":
                 let parts = value.split(separator: "@", omittingEmptySubsequences: false)
                 guard parts.count <= 2, let length = Int(parts[0]), length > 0,
