@@ -96,7 +96,7 @@ final class AudioCopyProducer: AccessUnitProducer {
             if let config {
                 // Raw frames from MP4: the AudioSpecificConfig makes the header.
                 bytes = try config.adtsHeader(payloadLength: packet.size)
-                packet.withUnsafeBytes { bytes.append(contentsOf: $0) }
+                packet.withUnsafeBytes { bytes.appendBytes($0) }
             } else {
                 // Frames that already carry ADTS headers (TS, raw .aac): checked and kept.
                 bytes = packet.bytes

@@ -124,3 +124,11 @@ extension Array where Element == UInt8 {
         return try result.get()
     }
 }
+
+extension Array where Element == UInt8 {
+    /// Appends raw bytes with one copy; `append(contentsOf:)` walks a raw buffer byte by byte.
+    mutating func appendBytes(_ raw: UnsafeRawBufferPointer) {
+        guard raw.count > 0 else { return }
+        append(contentsOf: raw.assumingMemoryBound(to: UInt8.self))
+    }
+}

@@ -1,5 +1,3 @@
-import Glibc
-
 /// A growable byte buffer written through raw pointers, for building TS packets without per-byte
 /// bounds checks. It is reused: `removeAll()` keeps the storage.
 final class ByteBuffer {
@@ -45,11 +43,10 @@ final class ByteBuffer {
     /// Drops the contents and keeps the storage.
     func removeAll() { count = 0 }
 
-    /// Drops the first `byteCount` bytes, moving the rest to the front.
-    func removeFirst(_ byteCount: Int) {
-        precondition(byteCount <= count, "cannot remove more bytes than the buffer holds")
-        memmove(storage, storage + byteCount, count - byteCount)
-        count -= byteCount
+    /// Keeps only the first `byteCount` bytes.
+    func truncate(to byteCount: Int) {
+        precondition(byteCount <= count, "cannot truncate a buffer to more bytes than it holds")
+        count = byteCount
     }
 
     /// Calls `body` with the contents, which must not escape.

@@ -71,7 +71,7 @@ final class AACTranscodeProducer: AccessUnitProducer {
 
     private func emit(_ packet: Packet, into units: inout [AccessUnit]) throws {
         var bytes = try config.adtsHeader(payloadLength: packet.size)
-        packet.withUnsafeBytes { bytes.append(contentsOf: $0) }
+        packet.withUnsafeBytes { bytes.appendBytes($0) }
         let time = mapper.map(pts: packet.optionalPTS, dts: packet.optionalDTS, duration: packet.duration)
         units.append(
             AccessUnit(

@@ -158,7 +158,7 @@ struct H264AnnexBConverter {
         func append(_ payload: UnsafeRawBufferPointer) {
             unit.bytes.append(contentsOf: H264AnnexBConverter.startCode)
             let start = unit.bytes.count
-            unit.bytes.append(contentsOf: payload)
+            unit.bytes.appendBytes(payload)
             unit.nalUnits.append(start..<unit.bytes.count)
         }
         H264AnnexBConverter.accessUnitDelimiter.withUnsafeBytes { append($0) }

@@ -1,5 +1,3 @@
-import Glibc
-
 /// H.264 NAL unit types the packager treats specially (ITU-T H.264 Table 7-1).
 enum NALUnitType {
     /// A slice of a non-IDR picture; SAMPLE-AES encrypts it.
@@ -31,19 +29,13 @@ enum EmulationPrevention {
         guard count > 0, let base = source.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
         var spanStart = 0
         var index = 0
-        while index + 2 < count {
-            guard let found = memchr(base + index, 0, count - index - 2) else { break }
-            index = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
-            if base[index + 1] == 0 && base[index + 2] <= 3 {
-                output.append(contentsOf: UnsafeRawBufferPointer(start: base + spanStart, count: index + 2 - spanStart))
-                output.append(3)
-                spanStart = index + 2
-                index += 2
-            } else {
-                index += 1
-            }
+        while let found = findZeroPair(base, from: index, count: count, followedBy: 0...3) {
+            output.appendBytes(UnsafeRawBufferPointer(start: base + spanStart, count: found + 2 - spanStart))
+            output.append(3)
+            spanStart = found + 2
+            index = found + 2
         }
-        output.append(contentsOf: UnsafeRawBufferPointer(start: base + spanStart, count: count - spanStart))
+        output.appendBytes(UnsafeRawBufferPointer(start: base + spanStart, count: count - spanStart))
     }
 
     /// Appends `source` to `output` with one layer of emulation prevention removed: the 0x03 of every
@@ -53,20 +45,41 @@ enum EmulationPrevention {
         guard count > 0, let base = source.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
         var spanStart = 0
         var index = 0
-        while index + 2 < count {
-            guard let found = memchr(base + index, 0, count - index - 2) else { break }
-            index = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
-            if base[index + 1] == 0 && base[index + 2] == 3 {
-                output.append(contentsOf: UnsafeRawBufferPointer(start: base + spanStart, count: index + 2 - spanStart))
-                spanStart = index + 3
-                index += 3
-            } else {
-                index += 1
-            }
+        while let found = findZeroPair(base, from: index, count: count, followedBy: 3...3) {
+            output.appendBytes(UnsafeRawBufferPointer(start: base + spanStart, count: found + 2 - spanStart))
+            spanStart = found + 3
+            index = found + 3
         }
         if spanStart < count {
-            output.append(contentsOf: UnsafeRawBufferPointer(start: base + spanStart, count: count - spanStart))
+            output.appendBytes(UnsafeRawBufferPointer(start: base + spanStart, count: count - spanStart))
         }
+    }
+
+    /// The first index at or after `start` where 00 00 is followed by a byte in `third`, or nil.
+    ///
+    /// Every pattern starts with a pair of zero bytes, and those are rare in compressed data, so the
+    /// scan reads eight bytes at a time and moves on by seven while no two adjacent bytes can both be
+    /// zero (a SWAR zero-byte mask ANDed with itself shifted by one byte; a false alarm only costs a
+    /// closer look).
+    @inline(__always)
+    static func findZeroPair(
+        _ base: UnsafePointer<UInt8>, from start: Int, count: Int, followedBy third: ClosedRange<UInt8>
+    ) -> Int? {
+        let raw = UnsafeRawPointer(base)
+        var index = start
+        while index + 2 < count {
+            if index + 8 <= count {
+                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                let zeros = (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080
+                if zeros & (zeros >> 8) == 0 {
+                    index += 7
+                    continue
+                }
+            }
+            if base[index] == 0 && base[index + 1] == 0 && third.contains(base[index + 2]) { return index }
+            index += 1
+        }
+        return nil
     }
 
     /// `bytes` with emulation prevention applied.
@@ -117,16 +130,10 @@ enum NALUnitSplitter {
         var ranges: [Range<Int>] = []
         var payloadStart: Int? = nil
         var index = 0
-        while index + 2 < count {
-            guard let found = memchr(base + index, 0, count - index - 2) else { break }
-            index = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
-            if base[index + 1] == 0 && base[index + 2] == 1 {
-                if let start = payloadStart { appendTrimmed(start..<index, base, &ranges) }
-                payloadStart = index + 3
-                index += 3
-            } else {
-                index += 1
-            }
+        while let found = EmulationPrevention.findZeroPair(base, from: index, count: count, followedBy: 1...1) {
+            if let start = payloadStart { appendTrimmed(start..<found, base, &ranges) }
+            payloadStart = found + 3
+            index = found + 3
         }
         if let start = payloadStart { appendTrimmed(start..<count, base, &ranges) }
         return ranges

@@ -43,12 +43,14 @@ public struct PackagingJob: Sendable {
         }
         if cancellation?.isCancelled == true { throw PackagingError(.cancelled, "packaging was cancelled") }
         let directory = try OutputDirectory.prepare(options.output, force: options.force)
+        let writer = BackgroundWriter()
         var stagedKey: String? = nil
         do throws(PackagingError) {
             var run = PackagingRun(
-                options: options, reader: reader, directory: directory, keys: keys, progress: progress,
-                cancellation: cancellation)
+                options: options, reader: reader, directory: directory, writer: writer, keys: keys,
+                progress: progress, cancellation: cancellation)
             var result = try run.execute()
+            try writer.drain()
             for text in reader.notices.dropFirst(notices.count) {
                 notices.append(text)
                 notice?(text)
@@ -66,6 +68,7 @@ public struct PackagingJob: Sendable {
                 PackagingProgress(fraction: 1, mediaSeconds: result.duration, segmentsWritten: result.segmentCount))
             return result
         } catch {
+            try? writer.drain()
             directory.discard()
             if let stagedKey { unlink(stagedKey) }
             throw error
@@ -90,6 +93,7 @@ private struct PackagingRun {
     let options: PackagingOptions
     let reader: SourceReader
     let directory: OutputDirectory
+    let writer: BackgroundWriter
     let keys: KeyMaterial
     let progress: (@Sendable (PackagingProgress) -> Void)?
     let cancellation: PackagingCancellation?
@@ -98,12 +102,13 @@ private struct PackagingRun {
     static let cutTolerance: Int64 = 100
 
     init(
-        options: PackagingOptions, reader: SourceReader, directory: OutputDirectory, keys: KeyMaterial,
-        progress: (@Sendable (PackagingProgress) -> Void)?, cancellation: PackagingCancellation?
+        options: PackagingOptions, reader: SourceReader, directory: OutputDirectory, writer: BackgroundWriter,
+        keys: KeyMaterial, progress: (@Sendable (PackagingProgress) -> Void)?, cancellation: PackagingCancellation?
     ) {
         self.options = options
         self.reader = reader
         self.directory = directory
+        self.writer = writer
         self.keys = keys
         self.progress = progress
         self.cancellation = cancellation
@@ -137,7 +142,8 @@ private struct PackagingRun {
         }
         func makeOutput(_ name: String, _ slots: [Int]) throws(PackagingError) -> SegmentedOutput {
             try SegmentedOutput(
-                name: name, tracks: slots.map(track), directory: directory.temporary, protection: protection,
+                name: name, tracks: slots.map(track), directory: directory.temporary, writer: writer,
+                protection: protection,
                 packedAudio: options.audioFormat == .packed && plan.video == nil,
                 audioSetup: slots.count == 1 ? details[slots[0]].audioSetup : nil)
         }
@@ -160,7 +166,7 @@ private struct PackagingRun {
 
         do throws(PackagingError) {
             var lastReported = -1.0
-            while let (slot, unit) = try reader.next() {
+            while case (let slot, var unit)? = try reader.next() {
                 if cancellation?.isCancelled == true { throw PackagingError(.cancelled, "packaging was cancelled") }
                 let output = outputs[outputOfSlot[slot]!]
                 if slot == 0 && hasVideo {
@@ -170,7 +176,7 @@ private struct PackagingRun {
                         try output.cut(at: unit.pts)
                         for key in renditions.keys.sorted() { try renditions[key]!.announce(cut: unit.pts) }
                     }
-                    try output.write(unit, slot: slot)
+                    try output.write(&unit, slot: slot)
                 } else if renditions[slot] != nil {
                     try renditions[slot]!.add(unit)
                 } else {
@@ -179,7 +185,7 @@ private struct PackagingRun {
                     {
                         try output.cut(at: unit.pts)
                     }
-                    try output.write(unit, slot: slot)
+                    try output.write(&unit, slot: slot)
                 }
                 if let progress, let duration = reader.duration, duration > 0 {
                     let fraction = min(reader.position / duration, 0.99)
@@ -346,7 +352,7 @@ private struct PackagingRun {
     }
 
     private func write(_ text: String, to name: String) throws(PackagingError) {
-        let file = try SegmentFile(path: directory.temporary + "/" + name, aes128: nil)
+        let file = try SegmentFile(path: directory.temporary + "/" + name, aes128: nil, writer: writer)
         file.buffer.append(Array(text.utf8))
         try file.close()
     }
@@ -398,7 +404,7 @@ private struct RenditionScheduler {
                     break  // the video has not decided yet whether a segment starts before this frame
                 }
             }
-            try output.write(unit, slot: slot)
+            try output.write(&held[written], slot: slot)
             written += 1
         }
         held.removeFirst(written)

@@ -18,7 +18,6 @@ public final class SampleAESCipher {
 
     private let cipher: AESCBC
     private let iv: [UInt8]
-    private var scratch: [UInt8] = []
 
     /// A cipher for `key` and `iv` (16 bytes each); `encrypt` picks the direction.
     public init(key: [UInt8], iv: [UInt8], encrypt: Bool) throws(CryptoError) {
@@ -44,8 +43,10 @@ public final class SampleAESCipher {
     public func processVideoNAL(_ nal: UnsafeMutableRawBufferPointer) throws(CryptoError) {
         guard nal.count > SampleAESCipher.videoMinimumProtectedLength else { return }
         try cipher.restart(iv: iv)
-        for offset in SampleAESCipher.videoBlockOffsets(nalLength: nal.count) {
+        var offset = SampleAESCipher.videoClearLeader
+        while nal.count - offset > 16 {
             try cipher.process(UnsafeMutableRawBufferPointer(rebasing: nal[offset..<(offset + 16)]))
+            offset += SampleAESCipher.videoPatternStride
         }
     }
 
@@ -60,22 +61,24 @@ public final class SampleAESCipher {
 
     // MARK: Access units
 
-    /// Appends to `output` the Annex-B access unit `unit` with its slices encrypted and escaped again.
-    func encryptVideo(_ unit: H264AccessUnit, appendingTo output: inout [UInt8]) throws(CryptoError) {
-        try unit.bytes.withBytes { (source) throws(CryptoError) in
-            for range in unit.nalUnits {
+    /// Appends to `output` the Annex-B access unit in `bytes` (NAL payloads at `nalUnits`) with its
+    /// slices encrypted and escaped again. The slices are encrypted in place in `bytes`, which the
+    /// caller gives up.
+    func encryptVideo(_ bytes: inout [UInt8], nalUnits: [Range<Int>], appendingTo output: inout [UInt8])
+        throws(CryptoError)
+    {
+        try bytes.withMutableBytes { (source) throws(CryptoError) in
+            for range in nalUnits {
                 output.append(contentsOf: H264AnnexBConverter.startCode)
-                let nal = UnsafeRawBufferPointer(rebasing: source[range])
+                let nal = UnsafeMutableRawBufferPointer(rebasing: source[range])
                 guard SampleAESCipher.isProtectedNALType(nal[0]),
                     nal.count > SampleAESCipher.videoMinimumProtectedLength
                 else {
-                    output.append(contentsOf: nal)
+                    output.appendBytes(UnsafeRawBufferPointer(nal))
                     continue
                 }
-                scratch.removeAll(keepingCapacity: true)
-                scratch.append(contentsOf: nal)
-                try scratch.withMutableBytes { (raw) throws(CryptoError) in try processVideoNAL(raw) }
-                scratch.withUnsafeBytes { EmulationPrevention.escape($0, appendingTo: &output) }
+                try processVideoNAL(nal)
+                EmulationPrevention.escape(UnsafeRawBufferPointer(nal), appendingTo: &output)
             }
         }
     }

@@ -54,10 +54,11 @@ final class SegmentedOutput {
     let name: String
     let tracks: [Track]
     private let directory: String
+    private let writer: BackgroundWriter
     private let packedExtension: String?
     private let protection: Protection
     private let sampleAES: SampleAESCipher?
-    private var writer: TransportStreamWriter?
+    private var transport: TransportStreamWriter?
     private var file: SegmentFile?
     private var openStart: Int64?
     private var openMinPTS = Int64.max
@@ -78,12 +79,13 @@ final class SegmentedOutput {
     /// An output named `name` writing into `directory`; `packedAudio` writes packed audio instead of
     /// TS (one audio track only) and needs the audio setup for its ID3 tag.
     init(
-        name: String, tracks: [Track], directory: String, protection: Protection, packedAudio: Bool,
-        audioSetup: AudioSetupInformation?
+        name: String, tracks: [Track], directory: String, writer: BackgroundWriter, protection: Protection,
+        packedAudio: Bool, audioSetup: AudioSetupInformation?
     ) throws(PackagingError) {
         self.name = name
         self.tracks = tracks
         self.directory = directory
+        self.writer = writer
         self.protection = protection
         self.audioSetup = audioSetup
         if case .sampleAES(let key, let iv) = protection {
@@ -98,12 +100,12 @@ final class SegmentedOutput {
         if packedAudio {
             precondition(tracks.count == 1 && tracks[0].codec.isAudio, "packed audio carries one audio track")
             packedExtension = [.aac: "aac", .ac3: "ac3", .eac3: "ec3"][tracks[0].codec]
-            writer = nil
+            transport = nil
         } else {
             packedExtension = nil
             let pcrPID = tracks.first { $0.codec == .h264 }?.pid ?? tracks[0].pid
             do {
-                writer = try TransportStreamWriter(
+                transport = try TransportStreamWriter(
                     tracks: tracks.map {
                         TransportStreamTrack(
                             pid: $0.pid, streamType: $0.codec.streamType(encrypted: sampleAES != nil),
@@ -124,8 +126,9 @@ final class SegmentedOutput {
     /// The latest presentation end written, over all segments.
     var end: Int64 { max(segments.last?.end ?? Int64.min, openEnd) }
 
-    /// Writes one access unit of stream `slot`.
-    func write(_ unit: AccessUnit, slot: Int) throws(PackagingError) {
+    /// Writes one access unit of stream `slot`; its bytes are encrypted in place, so the caller gives
+    /// them up.
+    func write(_ unit: inout AccessUnit, slot: Int) throws(PackagingError) {
         guard let index = tracks.firstIndex(where: { $0.slot == slot }) else {
             preconditionFailure("slot \(slot) is not a track of \(name)")
         }
@@ -136,33 +139,31 @@ final class SegmentedOutput {
         accessUnitCounts[slot, default: 0] += 1
         guard let file else { return }
         if track.codec == .h264 {
-            try writeVideo(unit, track: index, to: file)
+            try writeVideo(&unit, track: index, to: file)
         } else {
-            var bytes = unit.bytes
             if let sampleAES {
                 do {
-                    try bytes.withUnsafeMutableBytes { try sampleAES.processAudio($0, codec: track.codec) }
+                    try unit.bytes.withUnsafeMutableBytes { try sampleAES.processAudio($0, codec: track.codec) }
                 } catch {
                     throw PackagingError(.inputCorrupt, "cannot encrypt an audio frame of \(name): \(error)")
                 }
             }
-            if writer == nil {
-                file.buffer.append(bytes)
+            if transport == nil {
+                file.buffer.append(unit.bytes)
             } else {
-                try addAudio(bytes, unit: unit, track: index, to: file)
+                try addAudio(unit, track: index, to: file)
             }
         }
         try file.flushIfNeeded()
     }
 
-    private func writeVideo(_ unit: AccessUnit, track index: Int, to file: SegmentFile) throws(PackagingError) {
-        guard var writer else { return }
-        defer { self.writer = writer }
+    private func writeVideo(_ unit: inout AccessUnit, track index: Int, to file: SegmentFile) throws(PackagingError) {
+        guard transport != nil else { return }
         // An I-frame range starts at a PAT: the segment's own when nothing came between, or a fresh one.
         var rangeStart = tablesOffset
         if unit.isRandomAccess && wroteSinceTables {
             rangeStart = file.offset
-            writer.writeProgramTables(to: file.buffer)
+            transport!.writeProgramTables(to: file.buffer)
         }
         wroteSinceTables = true
         var payload: [UInt8]
@@ -170,9 +171,7 @@ final class SegmentedOutput {
             payload = []
             payload.reserveCapacity(unit.bytes.count + unit.bytes.count / 64 + 64)
             do {
-                try sampleAES.encryptVideo(
-                    H264AccessUnit(bytes: unit.bytes, nalUnits: unit.nalUnits, containsIDR: unit.isRandomAccess),
-                    appendingTo: &payload)
+                try sampleAES.encryptVideo(&unit.bytes, nalUnits: unit.nalUnits, appendingTo: &payload)
             } catch {
                 throw PackagingError(.outputFailed, "SAMPLE-AES encryption failed: \(error)")
             }
@@ -181,7 +180,7 @@ final class SegmentedOutput {
         }
         do {
             try payload.withBytes { raw throws(FormatError) in
-                try writer.writePES(
+                try self.transport!.writePES(
                     track: index, payload: raw, pts: unit.pts, dts: unit.dts,
                     pcr: (unit.dts - SegmentedOutput.pcrLead) * 300, randomAccess: unit.isRandomAccess,
                     to: file.buffer)
@@ -199,9 +198,8 @@ final class SegmentedOutput {
         return false
     }
 
-    private func addAudio(_ bytes: [UInt8], unit: AccessUnit, track index: Int, to file: SegmentFile)
-        throws(PackagingError)
-    {
+    private func addAudio(_ unit: AccessUnit, track index: Int, to file: SegmentFile) throws(PackagingError) {
+        let bytes = unit.bytes
         if let waiting = pending[index],
             waiting.bytes.count + bytes.count > SegmentedOutput.audioPESBytes
                 || waiting.duration + unit.duration > SegmentedOutput.audioPESDuration
@@ -218,13 +216,12 @@ final class SegmentedOutput {
     }
 
     private func flushAudio(_ index: Int, to file: SegmentFile) throws(PackagingError) {
-        guard let waiting = pending.removeValue(forKey: index), var writer else { return }
-        defer { self.writer = writer }
+        guard let waiting = pending.removeValue(forKey: index), transport != nil else { return }
         let isPCR = !tracks.contains { $0.codec == .h264 }
         wroteSinceTables = true
         do {
             try waiting.bytes.withBytes { raw throws(FormatError) in
-                try writer.writePES(
+                try self.transport!.writePES(
                     track: index, payload: raw, pts: waiting.pts, dts: nil,
                     pcr: isPCR ? (waiting.pts - SegmentedOutput.pcrLead) * 300 : nil, randomAccess: true,
                     to: file.buffer)
@@ -250,16 +247,15 @@ final class SegmentedOutput {
             segmentIV = SegmentedOutput.add(iv, UInt64(segments.count))
             aes128 = (key, segmentIV!)
         }
-        let file = try SegmentFile(path: directory + "/" + uri, aes128: aes128)
+        let file = try SegmentFile(path: directory + "/" + uri, aes128: aes128, writer: writer)
         self.file = file
         openStart = nextStart ?? firstPTS
         openMinPTS = nextStart == nil ? firstPTS : Int64.max
         openEnd = Int64.min
         openIV = segmentIV
-        if var writer {
+        if transport != nil {
             tablesOffset = file.offset
-            writer.writeProgramTables(to: file.buffer)
-            self.writer = writer
+            transport!.writeProgramTables(to: file.buffer)
             wroteSinceTables = false
         } else {
             file.buffer.append(PackedAudio.id3Tag(timestamp: firstPTS, setup: sampleAES == nil ? nil : audioSetup))

@@ -34,7 +34,9 @@ final class SourceReader {
     private let path: String
     private let packet = Packet()
     private var producers: [Int: (slot: Int, producer: any AccessUnitProducer)] = [:]
-    private var ready: [(slot: Int, unit: AccessUnit)] = []
+    /// Access units read but not yet handed out; a slot is emptied as its unit is handed out, so the
+    /// caller owns the bytes alone and can encrypt them in place.
+    private var ready: [(slot: Int, unit: AccessUnit)?] = []
     private var readyHead = 0
     private var packetsRead: [Int: Int64] = [:]
     private var declaredFrames: [Int: Int64] = [:]
@@ -103,7 +105,7 @@ final class SourceReader {
         while seen.count < producers.count && !finished && packets < 5_000 {
             try readPacket()
             packets += 1
-            for entry in ready[readyHead...] { seen.insert(entry.slot) }
+            for entry in ready[readyHead...] { if let entry { seen.insert(entry.slot) } }
         }
         for (slot, planned) in plan.streams.enumerated() {
             guard let producer = producers[planned.source.index]?.producer else { continue }
@@ -145,6 +147,7 @@ final class SourceReader {
             try readPacket()
         }
         let entry = ready[readyHead]
+        ready[readyHead] = nil
         readyHead += 1
         return entry
     }

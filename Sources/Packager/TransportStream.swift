@@ -156,7 +156,8 @@ struct TransportStreamWriter {
     private let pcrPID: UInt16
     private let programAssociation: [UInt8]
     private let programMap: [UInt8]
-    private var continuity: [UInt16: UInt8] = [:]
+    /// The next continuity counter of every PID (13 bits), indexed by PID.
+    private var continuity = [UInt8](repeating: 0, count: 8192)
 
     /// A writer for `tracks`, with the PCR on `pcrPID`; throws when the PMT would not fit one packet.
     init(tracks: [TransportStreamTrack], pcrPID: UInt16) throws(FormatError) {
@@ -200,8 +201,8 @@ struct TransportStreamWriter {
     }
 
     private mutating func nextContinuity(_ pid: UInt16) -> UInt8 {
-        let value = continuity[pid, default: 0]
-        continuity[pid] = (value + 1) & 0x0F
+        let value = continuity[Int(pid)]
+        continuity[Int(pid)] = (value + 1) & 0x0F
         return value
     }
 

@@ -163,7 +163,7 @@ struct TransportStreamReader {
                     endOffset: position + 188, randomAccess: randomAccess, pcr: pcr)
                 pending[pid] = (header, Array(payload))
             } else if pending[pid] != nil {
-                pending[pid]!.bytes.append(contentsOf: payload)
+                pending[pid]!.bytes.appendBytes(payload)
                 pending[pid]!.header.endOffset = position + 188
             } else {
                 issues.append("\(name): PID 0x\(String(pid, radix: 16)) continues a PES that never started")

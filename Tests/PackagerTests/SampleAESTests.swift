@@ -27,7 +27,8 @@ private func accessUnit(_ nals: [[UInt8]]) -> H264AccessUnit {
 private func encrypt(_ nals: [[UInt8]]) throws -> [UInt8] {
     let cipher = try SampleAESCipher(key: Reference.key, iv: Reference.iv, encrypt: true)
     var out: [UInt8] = []
-    try cipher.encryptVideo(accessUnit(nals), appendingTo: &out)
+    var unit = accessUnit(nals)
+    try cipher.encryptVideo(&unit.bytes, nalUnits: unit.nalUnits, appendingTo: &out)
     return out
 }
 
@@ -103,8 +104,8 @@ private func encrypt(_ nals: [[UInt8]]) throws -> [UInt8] {
         for index in 0..<(payload.count - 2) {
             #expect(!(payload[index] == 0 && payload[index + 1] == 0 && payload[index + 2] <= 2))
         }
-        let decrypted = try SampleAESCipher(key: Reference.key, iv: Reference.iv, encrypt: false)
-            .decryptVideo(([0, 0, 0, 1] + payload).withUnsafeBytes { Array($0) }.withUnsafeBytes { $0 })
+        let decryptor = try SampleAESCipher(key: Reference.key, iv: Reference.iv, encrypt: false)
+        let decrypted = try ([0, 0, 0, 1] + payload).withUnsafeBytes { try decryptor.decryptVideo($0) }
         #expect(decrypted == [nal])
     }
 
