@@ -30,7 +30,9 @@ public struct PackagingJob: Sendable {
         let keys = try KeyMaterial(options: options, output: output)
         try keys.checkKeyFile(force: options.force)
         let stillFrames = max(1, Int((options.stillDuration * Double(StillImageProducer.frameRate)).rounded()))
-        let stillGOP = max(1, Int((options.segmentDuration * Double(StillImageProducer.frameRate)).rounded()))
+        // A GOP no longer than the video, so the verifier can tell it from the I-frame playlist.
+        let stillGOP = min(
+            stillFrames, max(1, Int((options.segmentDuration * Double(StillImageProducer.frameRate)).rounded())))
         let reader = try SourceReader(path: options.input, stillFrames: stillFrames, stillGOP: stillGOP)
         if options.audioFormat == .packed && reader.plan.video != nil {
             throw PackagingError(
