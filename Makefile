@@ -4,7 +4,7 @@ SWIFTFLAGS ?= -Xswiftc -warnings-as-errors
 BIN        := .build/debug/guard-play
 RELEASE    := .build/release/guard-play
 
-.PHONY: setup build release run test lint format fixtures clean
+.PHONY: setup build release run test lint format fixtures catalogue bench-package clean
 
 setup:
 	@scripts/setup.sh
@@ -32,6 +32,15 @@ test: setup lint
 
 fixtures:
 	media/make-fixtures.sh
+
+# The CI packaging pipeline: every fixture in media/ packaged as SAMPLE-AES HLS and verified against
+# its source (scripts/package-catalogue.sh; docs/CI.md shows media teams how to run it on theirs).
+catalogue: build
+	GUARD_PLAY=$(BIN) scripts/package-catalogue.sh media out/catalogue
+
+# The packager benchmark beside FFmpeg (bench/package.sh; results in docs/PERFORMANCE.md).
+bench-package: setup
+	bench/package.sh
 
 clean:
 	rm -rf .build

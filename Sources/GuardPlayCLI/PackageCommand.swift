@@ -25,7 +25,8 @@ enum PackageCommand {
           --key-format FORMAT       identity (default) or fairplay (skd:// URIs, Apple KEYFORMAT)
           --segment-duration SECS   target segment duration, 1-60 (default 6); video is cut at the first
                                     IDR at or after it
-          --audio-format FORMAT     ts (default) or packed, for audio-only input
+          --audio-format FORMAT     ts (default) or packed: ID3-tagged ADTS/AC-3 audio, each audio
+                                    stream in a playlist of its own (a rendition beside video)
           --still-duration SECS     seconds of video made from a still image (default 10)
           --force                   replace an existing DIR and key file once the new output is complete
           --json                    print the result as JSON instead of a summary

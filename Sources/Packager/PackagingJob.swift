@@ -34,10 +34,6 @@ public struct PackagingJob: Sendable {
         let stillGOP = min(
             stillFrames, max(1, Int((options.segmentDuration * Double(StillImageProducer.frameRate)).rounded())))
         let reader = try SourceReader(path: options.input, stillFrames: stillFrames, stillGOP: stillGOP)
-        if options.audioFormat == .packed && reader.plan.video != nil {
-            throw PackagingError(
-                .invalidOptions, "--audio-format packed applies to audio-only input, and \(options.input) has video")
-        }
         var notices: [String] = []
         for text in reader.notices {
             notices.append(text)
@@ -146,7 +142,7 @@ private struct PackagingRun {
             try SegmentedOutput(
                 name: name, tracks: slots.map(track), directory: directory.temporary, writer: writer,
                 protection: protection,
-                packedAudio: options.audioFormat == .packed && plan.video == nil,
+                packedAudio: options.audioFormat == .packed && slots.allSatisfy { streams[$0].codec.isAudio },
                 audioSetup: slots.count == 1 ? details[slots[0]].audioSetup : nil)
         }
 
@@ -156,7 +152,9 @@ private struct PackagingRun {
         var outputs: [SegmentedOutput] = []
         var outputOfSlot: [Int: Int] = [:]
         var renditions: [Int: RenditionScheduler] = [:]
-        for playlist in OutputLayout(hasVideo: hasVideo, audioCount: plan.audio.count).playlists {
+        let layout = OutputLayout(
+            hasVideo: hasVideo, audioCount: plan.audio.count, separateAudio: options.audioFormat == .packed)
+        for playlist in layout.playlists {
             let output = try makeOutput(playlist.name, playlist.slots)
             outputs.append(output)
             for slot in playlist.slots { outputOfSlot[slot] = outputs.count - 1 }

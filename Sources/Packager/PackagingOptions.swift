@@ -18,7 +18,7 @@ public enum KeyFormat: String, Sendable, CaseIterable {
     case fairplay
 }
 
-/// How audio-only output is segmented.
+/// How audio is segmented.
 public enum AudioSegmentFormat: String, Sendable, CaseIterable {
     /// MPEG-2 transport stream segments (the default).
     case transportStream = "ts"
@@ -52,7 +52,8 @@ public struct PackagingOptions: Sendable, Equatable {
     public var encryption: EncryptionMode = .sampleAES
     /// The target segment duration in seconds; video is cut at the first IDR at or after it.
     public var segmentDuration: Double = 6
-    /// The segment format of audio-only output.
+    /// The segment format of audio playlists; packed audio puts every audio stream in a playlist of
+    /// its own, a rendition when there is video.
     public var audioFormat: AudioSegmentFormat = .transportStream
     /// Seconds of video to make from a still image input.
     public var stillDuration: Double = 10

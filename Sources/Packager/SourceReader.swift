@@ -54,6 +54,11 @@ final class SourceReader {
             let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
             opened = try InputContext(path: "file:" + absolute)
         } catch {
+            // Probing that ends in anything but a missing file means FFmpeg knows no format for it.
+            if error.kind != .notFound && error.operation.hasPrefix("avformat_open_input") {
+                throw PackagingError(
+                    .inputUnrecognised, "input \(path) is not in a media format FFmpeg recognises (\(error.message))")
+            }
             throw InputCheck.classify(error, path: path)
         }
         input = opened
@@ -180,7 +185,16 @@ final class SourceReader {
         guard let (slot, producer) = producers[packet.streamIndex] else { return }
         if packet.isCorrupt {
             throw PackagingError(
-                .inputCorrupt, "\(path): packet of stream \(packet.streamIndex) is flagged corrupt by the demuxer")
+                .inputCorrupt,
+                "input \(path) is corrupt or cut short: the demuxer flags a packet of stream \(packet.streamIndex) "
+                    + "as damaged (after \(String(format: "%.2f", position)) s)")
+        }
+        if packet.isEncrypted {
+            throw PackagingError(
+                .encryptedInput,
+                "stream \(packet.streamIndex) of \(path) is already CENC encrypted ('encv'/'enca' samples with "
+                    + "encryption info); GuardPlay packages clear sources only: use the clear mezzanine file, or "
+                    + "decrypt it first (ffmpeg -decryption_key KEY -i IN -c copy OUT.mp4)")
         }
         packetsRead[packet.streamIndex, default: 0] += 1
         do {

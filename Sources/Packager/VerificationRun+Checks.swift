@@ -3,11 +3,13 @@ import Foundation
 
 extension VerificationRun {
     /// Checks one media playlist's segments and merges what was found into the report.
-    mutating func verifyMediaPlaylist(name: String, _ playlist: ParsedMediaPlaylist, expected: ExpectedAccessUnits?) {
+    mutating func verifyMediaPlaylist(
+        name: String, _ playlist: ParsedMediaPlaylist, expected: ExpectedAccessUnits?, slots: [Int]?
+    ) {
         let directory = self.directory
         let checker = PlaylistVerifier(
             name: name, playlist: playlist, method: method, cipher: cipher, expected: expected,
-            slots: expected == nil ? nil : slotsOf(name, expected!.plan),
+            slots: slots,
             read: { uri in VerificationRun.readFile(directory + "/" + uri, limit: VerificationRun.segmentLimit) })
         checker.expectedKey = key
         checker.run()
@@ -18,11 +20,6 @@ extension VerificationRun {
         report.streams += checker.checks.keys.sorted().map { checker.checks[$0]! }
         idrPictures.merge(checker.idrPictures) { $0.merging($1) { first, _ in first } }
         foundCodecs[name] = checker.codecs.keys.sorted().map { checker.codecs[$0]! }
-    }
-
-    private func slotsOf(_ name: String, _ plan: StreamPlan) -> [Int]? {
-        OutputLayout(hasVideo: plan.video != nil, audioCount: plan.audio.count).playlists
-            .first { $0.name + ".m3u8" == name }?.slots
     }
 
     /// Reads a regular file of at most `limit` bytes.

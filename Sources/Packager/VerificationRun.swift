@@ -116,7 +116,9 @@ struct VerificationRun {
                 let reader = try SourceReader(
                     path: source, stillFrames: stillParameters.frames, stillGOP: stillParameters.gop)
                 plan = reader.plan
-                layout = OutputLayout(hasVideo: reader.plan.video != nil, audioCount: reader.plan.audio.count)
+                layout = OutputLayout(
+                    hasVideo: reader.plan.video != nil, audioCount: reader.plan.audio.count,
+                    separateAudio: mediaNames.contains("audio-1.m3u8"))
                 report.notes += reader.plan.notices
             } catch {
                 throw VerificationError(
@@ -145,7 +147,7 @@ struct VerificationRun {
                         kind: .source, sourceKind: error.kind, message: "cannot read the source: \(error.message)")
                 }
             }
-            verifyMediaPlaylist(name: name, playlist, expected: expected)
+            verifyMediaPlaylist(name: name, playlist, expected: expected, slots: slots)
         }
         for name in iFrameNames {
             if let playlist = playlists[name] { verifyIFrames(name: name, playlist) }
