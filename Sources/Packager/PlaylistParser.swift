@@ -30,6 +30,7 @@ enum AttributeList {
             result[name] = value
             if rest.first == "," {
                 rest = rest.dropFirst()
+                if rest.isEmpty { throw FormatError(structure, "attribute list ends with a comma") }
             } else if !rest.isEmpty {
                 throw FormatError(structure, "unexpected '\(rest.prefix(16))' after \(name)")
             }

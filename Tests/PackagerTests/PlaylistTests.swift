@@ -77,6 +77,7 @@ import Testing
         #expect(throws: FormatError.self) { try AttributeList.parse("A=1,A=2", structure: "t") }
         #expect(throws: FormatError.self) { try AttributeList.parse("lower=1", structure: "t") }
         #expect(throws: FormatError.self) { try AttributeList.parse("A=\"x\"junk", structure: "t") }
+        #expect(throws: FormatError.self) { try AttributeList.parse("A=1,", structure: "t") }
     }
 
     @Test func writesAndReadsBackAMasterPlaylist() throws {
