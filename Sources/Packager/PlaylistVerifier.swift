@@ -126,10 +126,9 @@ final class PlaylistVerifier {
             return nil
         }
         let pids = (0..<2).map { UInt16(bytes[188 * $0 + 1] & 0x1F) << 8 | UInt16(bytes[188 * $0 + 2]) }
-        var packets: [PESPacket]
+        let packets: [PESPacket]
         do {
-            packets = try bytes.withBytes { raw throws(FormatError) in try reader.read(raw) }
-            packets += reader.finish()
+            packets = try reader.readAll(bytes)
         } catch {
             problem("\(name): \(error)")
             return nil
@@ -285,23 +284,41 @@ final class PlaylistVerifier {
                 sourceFrames: nil, comparison: slot(for: codec).map { expected!.comparison($0) })
     }
 
+    /// The source's next access unit for `slot`, or nil after reporting why there is none.
+    private func nextExpected(_ slot: Int, else missing: String) -> AccessUnit? {
+        guard let expected else { return nil }
+        do {
+            if let unit = try expected.next(slot) { return unit }
+            mismatch("\(name): \(missing)")
+        } catch {
+            mismatch("\(name): the source stops being readable: \(error.message)")
+        }
+        return nil
+    }
+
+    /// The NAL units of an Annex-B access unit, decrypted when the output is SAMPLE-AES.
+    static func clearNALUnits(_ payload: [UInt8], cipher: SampleAESCipher?) throws(CryptoError) -> [[UInt8]] {
+        try payload.withBytes { raw throws(CryptoError) in
+            if let cipher { return try cipher.decryptVideo(raw) }
+            return NALUnitSplitter.annexB(raw).map { Array(raw[$0]) }
+        }
+    }
+
     private func verifyVideo(_ packet: PESPacket, uri: String, first: Bool) {
         var check = tally(Int(packet.pid), .h264)
         defer { checks[Int(packet.pid)] = check }
         check.frames += 1
-        var nals: [[UInt8]]
+        let nals: [[UInt8]]
         do {
-            nals = try packet.payload.withBytes { raw throws(CryptoError) in
-                if let cipher {
-                    check.decryptedUnits +=
-                        NALUnitSplitter.annexB(raw).filter {
-                            SampleAESCipher.isProtectedNALType(raw[$0.lowerBound])
-                                && $0.count > SampleAESCipher.videoMinimumProtectedLength
-                        }.count
-                    return try cipher.decryptVideo(raw)
+            if cipher != nil {
+                check.decryptedUnits += packet.payload.withUnsafeBytes { raw in
+                    NALUnitSplitter.annexB(raw).filter {
+                        SampleAESCipher.isProtectedNALType(raw[$0.lowerBound])
+                            && $0.count > SampleAESCipher.videoMinimumProtectedLength
+                    }.count
                 }
-                return NALUnitSplitter.annexB(raw).map { Array(raw[$0]) }
             }
+            nals = try PlaylistVerifier.clearNALUnits(packet.payload, cipher: cipher)
         } catch {
             problem("\(name): cannot decrypt a video frame in \(uri): \(error)")
             return
@@ -328,18 +345,10 @@ final class PlaylistVerifier {
         {
             codecs[Int(packet.pid)] = H264CodecString.make(sps: sps)
         }
-        guard let expected, let slot = slot(for: .h264) else { return }
-        let unit: AccessUnit?
-        do {
-            unit = try expected.next(slot)
-        } catch {
-            mismatch("\(name): the source stops being readable: \(error.message)")
-            return
-        }
-        guard let unit else {
-            mismatch("\(name): video frame \(check.frames) in \(uri) has no counterpart in the source")
-            return
-        }
+        guard let slot = slot(for: .h264),
+            let unit = nextExpected(
+                slot, else: "video frame \(check.frames) in \(uri) has no counterpart in the source")
+        else { return }
         let source = unit.nalUnits.map { Array(unit.bytes[$0]) }
         let timesEqual = packet.pts == unit.pts && (packet.dts ?? packet.pts) == unit.dts
         if source == nals && timesEqual {
@@ -380,21 +389,12 @@ final class PlaylistVerifier {
                 case .h264: nil
                 }
         }
-        guard let expected, let slot = slot(for: codec) else { return }
+        guard let slot = slot(for: codec) else { return }
         var offset = 0
         var firstUnit = true
         while offset < payload.count {
-            let unit: AccessUnit?
-            do {
-                unit = try expected.next(slot)
-            } catch {
-                mismatch("\(name): the source stops being readable: \(error.message)")
-                return
-            }
-            guard let unit else {
-                mismatch("\(name): audio in \(uri) goes on past the end of the source's stream")
-                return
-            }
+            guard let unit = nextExpected(slot, else: "audio in \(uri) goes on past the end of the source's stream")
+            else { return }
             let end = offset + unit.bytes.count
             guard end <= payload.count, payload[offset..<end].elementsEqual(unit.bytes) else {
                 mismatch("\(name): an audio frame (pts \(unit.pts)) in \(uri) differs from the source")

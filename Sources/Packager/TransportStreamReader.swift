@@ -91,6 +91,13 @@ struct TransportStreamReader {
         return completed
     }
 
+    /// Reads `bytes` (whole TS packets) and returns every PES packet in them, the last ones included:
+    /// for a segment or byte range that ends on a PES boundary.
+    mutating func readAll(_ bytes: [UInt8]) throws(FormatError) -> [PESPacket] {
+        let packets = try bytes.withBytes { raw throws(FormatError) in try read(raw) }
+        return packets + finish()
+    }
+
     /// Returns the PES packets still being assembled, as complete; call at the end of the stream.
     mutating func finish() -> [PESPacket] {
         var completed: [PESPacket] = []

@@ -67,10 +67,9 @@ extension VerificationRun {
             }
             var reader = TransportStreamReader(name: place)
             let slice = Array(file[range.offset..<(range.offset + range.length)])
-            var packets: [PESPacket]
+            let packets: [PESPacket]
             do {
-                packets = try slice.withBytes { raw throws(FormatError) in try reader.read(raw) }
-                packets += reader.finish()
+                packets = try reader.readAll(slice)
             } catch {
                 problem("\(place): \(error)")
                 times.append(nil)
@@ -96,10 +95,7 @@ extension VerificationRun {
             times.append(pts)
             var nals: [[UInt8]] = []
             do {
-                nals = try picture.payload.withBytes { raw throws(CryptoError) in
-                    if let cipher { return try cipher.decryptVideo(raw) }
-                    return NALUnitSplitter.annexB(raw).map { Array(raw[$0]) }
-                }
+                nals = try PlaylistVerifier.clearNALUnits(picture.payload, cipher: cipher)
             } catch {
                 problem("\(place): cannot decrypt the picture: \(error)")
                 continue
