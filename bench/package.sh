@@ -2,8 +2,9 @@
 # SAMPLE-AES packaging benchmark: `guard-play package` beside FFmpeg's clear HLS remux and FFmpeg's
 # AES-128 HLS, on a 1-minute and a 10-minute 1080p H.264 + AAC file, in one run.
 #
-# Prints, per input and tool, the median wall time of RUNS runs, the throughput in MB of input per
-# second, the peak resident memory, and the throughput ratio to FFmpeg's clear remux.
+# Prints, per input and tool, the median wall time of RUNS interleaved runs, the throughput in MB of
+# input per second, the largest peak resident memory of those runs, and the throughput ratio to
+# FFmpeg's clear remux (above 1: faster than the remux).
 # Inputs are generated once into bench/work/ (gitignored): 20 s of 1080p30 libx264 (2 s GOP, ~6 Mb/s)
 # and AAC, looped with -stream_loop and -c copy.
 #
@@ -38,30 +39,42 @@ iv=0f0e0d0c0b0a09080706050403020100
 printf '%s' "$key" | xxd -r -p >"$work/aes.key"
 printf 'aes.key\n%s\n%s\n' "$work/aes.key" "$iv" >"$work/keyinfo"
 
-# Runs "$@" RUNS times; prints "median-seconds peak-rss-kib".
-measure() {
-    local times=() rss=0 line
-    for _ in $(seq "$runs"); do
-        rm -rf "$work/out" "$work/out.key"
-        mkdir -p "$work/out"
-        /usr/bin/time -o "$work/time" -f '%e %M' "$@" >/dev/null 2>&1
-        line=$(tail -n 1 "$work/time")
-        times+=("${line% *}")
-        [ "${line#* }" -gt "$rss" ] && rss="${line#* }"
-    done
-    printf '%s %s\n' "$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(((runs + 1) / 2))p")" "$rss"
+# Runs one command once; prints "seconds peak-rss-kib".
+measure_once() {
+    rm -rf "$work/out" "$work/out.key"
+    mkdir -p "$work/out"
+    /usr/bin/time -o "$work/time" -f '%e %M' "$@" >/dev/null 2>&1
+    tail -n 1 "$work/time"
+}
+
+# Prints the median seconds and the largest RSS of a file of "seconds rss" lines.
+summarise() {
+    local seconds rss
+    seconds=$(cut -d' ' -f1 "$1" | sort -n | sed -n "$(((runs + 1) / 2))p")
+    rss=$(cut -d' ' -f2 "$1" | sort -n | tail -n 1)
+    printf '%s %s\n' "$seconds" "$rss"
 }
 
 printf '%-8s %-34s %8s %9s %9s %7s\n' input tool seconds "MB/s" "RSS MiB" "×remux"
 for minutes in 1 10; do
     input="$work/input-${minutes}min.mp4"
     size=$(stat -c %s "$input")
-    read -r clear_s clear_rss < <(measure "${ff[@]}" -i "$input" -c copy -f hls -hls_time 6 -hls_playlist_type vod \
-        -hls_segment_filename "$work/out/s%05d.ts" "$work/out/index.m3u8")
-    read -r aes_s aes_rss < <(measure "${ff[@]}" -i "$input" -c copy -f hls -hls_time 6 -hls_playlist_type vod \
-        -hls_key_info_file "$work/keyinfo" -hls_segment_filename "$work/out/s%05d.ts" "$work/out/index.m3u8")
-    read -r gp_s gp_rss < <(measure "$guardplay" package "$input" --out "$work/out" --force --quiet \
-        --key "$key" --iv "$iv")
+    : >"$work/clear.times"
+    : >"$work/aes.times"
+    : >"$work/gp.times"
+    # The three tools take turns, so a change in the machine's load falls on all of them.
+    for _ in $(seq "$runs"); do
+        measure_once "${ff[@]}" -i "$input" -c copy -f hls -hls_time 6 -hls_playlist_type vod \
+            -hls_segment_filename "$work/out/s%05d.ts" "$work/out/index.m3u8" >>"$work/clear.times"
+        measure_once "${ff[@]}" -i "$input" -c copy -f hls -hls_time 6 -hls_playlist_type vod \
+            -hls_key_info_file "$work/keyinfo" -hls_segment_filename "$work/out/s%05d.ts" \
+            "$work/out/index.m3u8" >>"$work/aes.times"
+        measure_once "$guardplay" package "$input" --out "$work/out" --force --quiet --key "$key" --iv "$iv" \
+            >>"$work/gp.times"
+    done
+    read -r clear_s clear_rss < <(summarise "$work/clear.times")
+    read -r aes_s aes_rss < <(summarise "$work/aes.times")
+    read -r gp_s gp_rss < <(summarise "$work/gp.times")
     for row in "ffmpeg -c copy -f hls (clear):$clear_s:$clear_rss" "ffmpeg -f hls AES-128:$aes_s:$aes_rss" \
         "guard-play package SAMPLE-AES:$gp_s:$gp_rss"; do
         IFS=: read -r tool seconds rss <<<"$row"
@@ -69,3 +82,4 @@ for minutes in 1 10; do
             'BEGIN { printf "%-8s %-34s %8.2f %9.1f %9.1f %7.2f\n", m, t, s, b / 1e6 / s, r / 1024, c / s }'
     done
 done
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; median of $runs interleaved runs"
