@@ -8,11 +8,6 @@ enum AC3SyncFrame {
     ]
     private static let sampleRates = [48000, 44100, 32000]
 
-    /// True when the syncframe at the start of `bytes` is E-AC-3 (bsid 11–16) rather than AC-3.
-    static func isEnhanced(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        bytes.count >= minimumHeaderSize && bytes[5] >> 3 > 10
-    }
-
     /// The length in bytes of the syncframe at the start of `bytes`.
     static func length(_ bytes: UnsafeRawBufferPointer) throws(FormatError) -> Int {
         guard bytes.count >= minimumHeaderSize else {

@@ -20,7 +20,8 @@ public struct PackagingJob: Sendable {
 
     /// Packages the input and publishes the output; returns what was written.
     ///
-    /// `progress` and `notice` are called on the calling thread.
+    /// `progress` and `notice` are called on the calling thread; progress comes at least every 0.5 % of
+    /// the input's duration when the container declares one, and always once at 1 when published.
     public func run(
         progress: (@Sendable (PackagingProgress) -> Void)? = nil, notice: (@Sendable (String) -> Void)? = nil,
         cancellation: PackagingCancellation? = nil

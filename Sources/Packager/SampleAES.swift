@@ -32,12 +32,6 @@ public final class SampleAESCipher {
         return type == NALUnitType.nonIDRSlice || type == NALUnitType.idrSlice
     }
 
-    /// The offsets of the encrypted 16-byte blocks in a protected NAL unit of `length` bytes: 32, 192,
-    /// 352, … while more than 16 bytes remain from the block's start.
-    public static func videoBlockOffsets(nalLength length: Int) -> [Int] {
-        Array(stride(from: videoClearLeader, to: max(videoClearLeader, length - 16), by: videoPatternStride))
-    }
-
     /// Encrypts or decrypts, in place, the pattern blocks of one escaped NAL unit payload (header
     /// included, start code and the second layer of emulation prevention excluded).
     public func processVideoNAL(_ nal: UnsafeMutableRawBufferPointer) throws(CryptoError) {

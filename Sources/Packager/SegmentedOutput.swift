@@ -120,8 +120,12 @@ final class SegmentedOutput {
     /// True while a segment is open.
     var hasOpenSegment: Bool { file != nil }
 
-    /// The start of the open segment (90 kHz), or nil.
-    var openSegmentStart: Int64? { openStart == nil ? nil : min(openStart!, openMinPTS) }
+    /// The start of the open segment (90 kHz), or nil: the cut time, or for the first segment its
+    /// earliest timestamp. EXTINF durations are measured from the same starts.
+    var openSegmentStart: Int64? {
+        guard let openStart else { return nil }
+        return segments.isEmpty ? min(openStart, openMinPTS) : openStart
+    }
 
     /// The latest presentation end written, over all segments.
     var end: Int64 { max(segments.last?.end ?? Int64.min, openEnd) }
@@ -275,7 +279,7 @@ final class SegmentedOutput {
         guard let file else { return }
         for index in pending.keys.sorted() { try flushAudio(index, to: file) }
         let bytes = try file.close()
-        let start = segments.isEmpty ? min(openStart ?? openMinPTS, openMinPTS) : (openStart ?? openMinPTS)
+        let start = openSegmentStart ?? openMinPTS
         segments.append(Segment(uri: currentURI, start: start, end: openEnd, bytes: bytes, iv: openIV))
         self.file = nil
         openStart = nil

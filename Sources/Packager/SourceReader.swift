@@ -112,7 +112,7 @@ final class SourceReader {
             packets += 1
             for entry in ready[readyHead...] { if let entry { seen.insert(entry.slot) } }
         }
-        for (slot, planned) in plan.streams.enumerated() {
+        for planned in plan.streams {
             guard let producer = producers[planned.source.index]?.producer else { continue }
             let kind = planned.codec == .h264 ? "video" : "audio"
             guard let codec = producer.codecString else {
@@ -138,7 +138,6 @@ final class SourceReader {
                         .inputCorrupt, "\(path): audio stream \(planned.source.index) has no frame to describe it")
                 }
             }
-            _ = slot
             details.append(detail)
         }
     }

@@ -118,13 +118,6 @@ private func encrypt(_ nals: [[UInt8]]) throws -> [UInt8] {
         #expect(decrypted == nals)
     }
 
-    @Test func blockOffsetsFollowThePattern() {
-        #expect(SampleAESCipher.videoBlockOffsets(nalLength: 48) == [])
-        #expect(SampleAESCipher.videoBlockOffsets(nalLength: 49) == [32])
-        #expect(SampleAESCipher.videoBlockOffsets(nalLength: 208) == [32])
-        #expect(SampleAESCipher.videoBlockOffsets(nalLength: 209) == [32, 192])
-        #expect(SampleAESCipher.videoBlockOffsets(nalLength: 369) == [32, 192, 352])
-    }
 }
 
 @Suite struct SampleAESAudioTests {
