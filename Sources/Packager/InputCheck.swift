@@ -4,41 +4,28 @@ import MediaCore
 /// The checks an input gets before and while FFmpeg opens it, each turning a failure into a specific
 /// `PackagingError` that says what is wrong with the file.
 enum InputCheck {
-    /// Checks that `path` names a readable, non-empty file holding binary data (pipes and devices are
-    /// taken on trust, since sniffing would consume their bytes).
+    /// Checks that `path` names a readable, non-empty file of media rather than text; an HLS playlist is
+    /// refused too, since packaging wants the original media (see `InputFile.problem(at:)`).
     static func preflight(_ path: String) throws(PackagingError) {
-        var status = stat()
-        guard stat(path, &status) == 0 else {
-            let reason = String(cString: strerror(errno))
+        switch InputFile.problem(at: path) {
+        case .unreadable(let reason) where reason == "is a directory":
+            throw PackagingError(.inputMissing, "input \(path) is a directory, not a media file")
+        case .unreadable(let reason):
             throw PackagingError(.inputMissing, "cannot open input \(path): \(reason)")
-        }
-        let type = status.st_mode & S_IFMT
-        if type == S_IFDIR { throw PackagingError(.inputMissing, "input \(path) is a directory, not a media file") }
-        guard type == S_IFREG else { return }
-        guard status.st_size > 0 else { throw PackagingError(.inputEmpty, "input \(path) is empty (0 bytes)") }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw PackagingError(.inputMissing, "cannot read input \(path): permission denied")
-        }
-        defer { try? handle.close() }
-        let head = [UInt8]((try? handle.read(upToCount: 512)) ?? Data())
-        if head.starts(with: Array("#EXTM3U".utf8)) {
-            throw PackagingError(
-                .inputNotMedia, "input \(path) is an HLS playlist, not a media file: package the original media")
-        }
-        if looksLikeText(head) {
+        case .empty:
+            throw PackagingError(.inputEmpty, "input \(path) is empty (0 bytes)")
+        case .text:
             throw PackagingError(.inputNotMedia, "input \(path) is text, not media")
+        case nil:
+            break
         }
-    }
-
-    /// True when `bytes` hold no NUL and are almost all printable ASCII or UTF-8 text.
-    static func looksLikeText(_ bytes: [UInt8]) -> Bool {
-        guard !bytes.isEmpty, !bytes.contains(0) else { return false }
-        let printable = bytes.filter {
-            (0x20...0x7E).contains($0) || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D || $0 >= 0x80
+        if let handle = FileHandle(forReadingAtPath: path) {
+            defer { try? handle.close() }
+            if InputFile.isPlaylist([UInt8]((try? handle.read(upToCount: 16)) ?? Data())) {
+                throw PackagingError(
+                    .inputNotMedia, "input \(path) is an HLS playlist, not a media file: package the original media")
+            }
         }
-        guard printable.count * 100 >= bytes.count * 98 else { return false }
-        // High bytes must form valid UTF-8 for this to be text; binary headers rarely do.
-        return String(validating: bytes.prefix(max(0, bytes.count - 3)), as: UTF8.self) != nil
     }
 
     /// Refuses a transport stream whose PMT already signals SAMPLE-AES (stream types 0xDB, 0xCF, 0xC1,
