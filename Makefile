@@ -9,7 +9,7 @@ RELEASE    := .build/release/guard-play
 VENV       := .build/venv
 SCHEMATHESIS_VERSION := 4.32.5
 
-.PHONY: setup build release run test lint format fixtures openapi clean
+.PHONY: setup build release run test lint format fixtures catalogue bench-package openapi clean
 
 setup:
 	@scripts/setup.sh
@@ -46,6 +46,15 @@ $(VENV)/.schemathesis-$(SCHEMATHESIS_VERSION):
 # Embeds docs/openapi.yaml in the binary after it changes (a test fails while they differ).
 openapi:
 	scripts/embed-openapi.sh
+
+# The CI packaging pipeline: every fixture in media/ packaged as SAMPLE-AES HLS and verified against
+# its source (scripts/package-catalogue.sh; docs/CI.md shows media teams how to run it on theirs).
+catalogue: build
+	GUARD_PLAY=$(BIN) scripts/package-catalogue.sh media out/catalogue
+
+# The packager benchmark beside FFmpeg (bench/package.sh; results in docs/PERFORMANCE.md).
+bench-package: setup
+	bench/package.sh
 
 clean:
 	rm -rf .build

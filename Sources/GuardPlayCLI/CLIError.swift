@@ -26,8 +26,12 @@ enum ExitCode: Int32, Sendable {
     case inputEncrypted = 17
     /// The output cannot be written, or exists and `--force` was not given.
     case outputFailed = 20
+    /// The output directory or key file already exists and `--force` was not given.
+    case outputExists = 21
     /// `verify` found a mismatch.
     case verifyMismatch = 30
+    /// `verify` found the output breaks the HLS, TS or SAMPLE-AES rules, or could not read it.
+    case verifyInvalid = 31
     /// The command was interrupted by a signal.
     case interrupted = 130
 }

@@ -1,8 +1,178 @@
-/// `guard-play package`: not built yet; its issue is open.
+import Crypto
+import Foundation
+import MediaCore
+import Packager
+
+/// `guard-play package INPUT --out DIR`: a thin wrapper over `PackagingJob` that parses options,
+/// prints notices and a summary, turns signals into cancellation, and maps errors to exit codes.
 enum PackageCommand {
-    static let help = "guard-play package: not available yet"
+    static let help = """
+        usage: guard-play package INPUT --out DIR [options]
+
+        Packages INPUT as encrypted HLS in MPEG-TS: H.264 is copied (Annex-B, AUD, SPS/PPS before IDRs),
+        AAC gets ADTS headers, AC-3/E-AC-3 pass through, other audio is transcoded to AAC-LC. DIR is built
+        beside itself and renamed into place when complete.
+
+          --out DIR                 output directory (required; must not exist unless --force)
+          --encryption MODE         sample-aes (default), aes-128 (whole segments) or none
+          --key HEX                 16-byte content key in hex (default: random from OpenSSL)
+          --iv HEX                  16-byte IV in hex, written on every EXT-X-KEY (default: random)
+          --key-id HEX              16-byte key ID in hex, substituted for {kid} (default: random)
+          --key-file FILE           where to write the key, mode 0600 (default: DIR.key, beside DIR;
+                                    never inside DIR)
+          --key-uri TEMPLATE        key URI in the playlists; {kid} becomes the key ID (default: the key
+                                    file relative to the playlists, or skd://{kid} for FairPlay)
+          --key-format FORMAT       identity (default) or fairplay (skd:// URIs, Apple KEYFORMAT)
+          --segment-duration SECS   target segment duration, 1-60 (default 6); video is cut at the first
+                                    IDR at or after it
+          --audio-format FORMAT     ts (default) or packed: ID3-tagged ADTS/AC-3 audio, each audio
+                                    stream in a playlist of its own (a rendition beside video)
+          --still-duration SECS     seconds of video made from a still image (default 10)
+          --force                   replace an existing DIR and key file once the new output is complete
+          --json                    print the result as JSON instead of a summary
+          --quiet                   print no notices or progress
+
+        Exit codes: 0 done; 2 usage; 3 bad option value; 10-17 input problems (missing, empty, text,
+        unrecognised, corrupt, no streams, refused codec, already encrypted); 20 output failed; 21 output
+        exists; 130 interrupted. See README.md.
+        """
+
+    static let options: [Arguments.Option] = [
+        .init("out"), .init("encryption"), .init("key"), .init("iv"), .init("key-id"), .init("key-file"),
+        .init("key-uri"), .init("key-format"), .init("segment-duration"), .init("audio-format"),
+        .init("still-duration"), .init("force", .flag), .init("json", .flag), .init("quiet", .flag),
+    ]
 
     static func run(_ arguments: [String]) throws(CLIError) -> ExitCode {
-        throw CLIError(.failure, "package is not available yet")
+        let parsed = try Arguments(arguments, options: options)
+        MediaLog.setLevel(.quiet)  // our one-line errors speak instead
+        guard parsed.positionals.count == 1 else {
+            throw CLIError(
+                .usage,
+                parsed.positionals.isEmpty ? "package needs an INPUT file\n\(help)" : "package takes one INPUT file")
+        }
+        guard let out = parsed.value("out"), !out.isEmpty else { throw CLIError(.usage, "package needs --out DIR") }
+        var options = PackagingOptions(input: parsed.positionals[0], output: out)
+        options.key = try parsed.parsed("key", as: "32 hex digits", hex16)
+        options.iv = try parsed.parsed("iv", as: "32 hex digits", hex16)
+        options.keyID = try parsed.parsed("key-id", as: "32 hex digits", hex16)
+        options.keyFile = parsed.value("key-file") ?? PackagingOptions.defaultKeyFile(for: out)
+        options.keyURITemplate = parsed.value("key-uri")
+        options.keyFormat = try parsed.parsed("key-format", as: "identity or fairplay", KeyFormat.init) ?? .identity
+        options.encryption =
+            try parsed.parsed("encryption", as: "sample-aes, aes-128 or none", EncryptionMode.init) ?? .sampleAES
+        options.audioFormat =
+            try parsed.parsed("audio-format", as: "ts or packed", AudioSegmentFormat.init) ?? .transportStream
+        options.segmentDuration = try parsed.parsed("segment-duration", as: "seconds from 1 to 60", seconds) ?? 6
+        options.stillDuration = try parsed.parsed("still-duration", as: "seconds from 1 to 3600", seconds) ?? 10
+        options.force = parsed.has("force")
+        if options.encryption == .none { options.keyFile = nil }
+        let quiet = parsed.has("quiet")
+        let json = parsed.has("json")
+
+        let cancellation = PackagingCancellation()
+        let frozen = options
+        let trap = InterruptTrap(
+            onSignal: { cancellation.cancel() }, lastResort: { PackagingJob.removeTemporaryFiles(for: frozen) })
+        defer { trap.release() }
+        let showProgress = !quiet && !json && isatty(STDERR_FILENO) == 1
+        let result: PackagingResult
+        do {
+            result = try PackagingJob(options: options).run(
+                progress: { progress in
+                    guard showProgress else { return }
+                    let percent = Int(progress.fraction * 100)
+                    FileHandle.standardError.write(Data("\rpackaging: \(percent)%  ".utf8))
+                },
+                notice: { text in
+                    if !quiet { FileHandle.standardError.write(Data("guard-play: notice: \(text)\n".utf8)) }
+                }, cancellation: cancellation)
+        } catch {
+            if showProgress { FileHandle.standardError.write(Data("\r".utf8)) }
+            throw CLIError(exitCode(for: error.kind), error.message)
+        }
+        if showProgress { FileHandle.standardError.write(Data("\r                 \r".utf8)) }
+        print(json ? jsonSummary(result) : textSummary(result, input: options.input, output: out))
+        return .success
+    }
+
+    /// The exit code for each kind of packaging failure.
+    static func exitCode(for kind: PackagingError.Kind) -> ExitCode {
+        switch kind {
+        case .inputMissing: .inputMissing
+        case .inputEmpty: .inputEmpty
+        case .inputNotMedia: .inputNotMedia
+        case .inputUnrecognised: .inputUnrecognised
+        case .inputCorrupt: .inputTruncated
+        case .inputNoStreams: .inputNoStreams
+        case .unsupportedCodec: .inputUnsupported
+        case .encryptedInput: .inputEncrypted
+        case .outputExists: .outputExists
+        case .outputFailed: .outputFailed
+        case .invalidOptions: .badValue
+        case .cancelled: .interrupted
+        }
+    }
+
+    private static func hex16(_ text: String) -> [UInt8]? {
+        guard let bytes = [UInt8](hex: text), bytes.count == 16 else { return nil }
+        return bytes
+    }
+
+    private static func seconds(_ text: String) -> Double? {
+        guard let value = Double(text), value.isFinite, value > 0 else { return nil }
+        return value
+    }
+
+    private static func textSummary(_ result: PackagingResult, input: String, output: String) -> String {
+        let method =
+            switch result.encryption {
+            case .sampleAES: "SAMPLE-AES"
+            case .aes128: "AES-128"
+            case .none: "no encryption"
+            }
+        var lines = [
+            "packaged \(input) → \(output) (\(method), \(result.streams.count) streams, \(result.segmentCount) "
+                + "segments, \(String(format: "%.2f", result.duration)) s)",
+            "  master     \(result.masterPlaylist)",
+        ]
+        if let keyFile = result.keyFile { lines.append("  key file   \(keyFile) (mode 0600)") }
+        if result.encryption != .none {
+            lines.append("  key ID     \(result.keyID.hexString)")
+            if let uri = result.keyURI { lines.append("  key URI    \(uri)") }
+            if let iv = result.iv { lines.append("  IV         0x\(iv.hexString.uppercased())") }
+        }
+        for stream in result.streams {
+            let origin = stream.transcodedFrom.map { " (transcoded from \($0))" } ?? ""
+            let language = stream.language.map { " [\($0)]" } ?? ""
+            lines.append(
+                "  \(stream.kind)  \(stream.codec)\(language)  \(stream.accessUnits) access units  "
+                    + "\(stream.playlist)\(origin)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func jsonSummary(_ result: PackagingResult) -> String {
+        var object: [String: Any] = [
+            "output": result.outputDirectory, "master": result.masterPlaylist, "playlists": result.mediaPlaylists,
+            "encryption": result.encryption.rawValue, "keyId": result.keyID.hexString,
+            "segments": result.segmentCount, "duration": result.duration, "bytes": result.bytesWritten,
+            "notices": result.notices,
+            "streams": result.streams.map { stream -> [String: Any] in
+                var entry: [String: Any] = [
+                    "kind": stream.kind, "codec": stream.codec, "sourceIndex": stream.sourceIndex,
+                    "playlist": stream.playlist, "accessUnits": stream.accessUnits,
+                ]
+                if let from = stream.transcodedFrom { entry["transcodedFrom"] = from }
+                if let language = stream.language { entry["language"] = language }
+                return entry
+            },
+        ]
+        if let keyFile = result.keyFile { object["keyFile"] = keyFile }
+        if let uri = result.keyURI { object["keyUri"] = uri }
+        if let iv = result.iv { object["iv"] = iv.hexString }
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
     }
 }

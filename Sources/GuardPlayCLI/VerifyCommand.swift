@@ -1,8 +1,122 @@
-/// `guard-play verify`: not built yet; its issue is open.
+import Foundation
+import MediaCore
+import Packager
+
+/// `guard-play verify DIR`: runs our own SAMPLE-AES decryptor and rule checker over a packaged output,
+/// prints a per-stream report, and exits non-zero on any problem or mismatch.
 enum VerifyCommand {
-    static let help = "guard-play verify: not available yet"
+    static let help = """
+        usage: guard-play verify DIR [--source FILE] [--key-file FILE | --key HEX] [--json]
+
+        Checks a packaged output: playlist tags, versions, EXTINF against TARGETDURATION, key lines with
+        explicit IVs, PAT/PMT signalling, continuity counters, I-frame byte ranges and bandwidths; decrypts
+        every protected NAL unit and audio frame. With --source, compares every access unit, bytes and
+        timestamps, with the source after the same conversion (transcoded audio and stills are compared
+        with a deterministic re-encode, which checks the packaging, not the encoder).
+
+          --source FILE     the media file the output was packaged from
+          --key-file FILE   the key: 16 raw bytes or 32 hex digits (default: the key URI when it names a
+                            local file)
+          --key HEX         the key as 32 hex digits
+          --json            print the report as JSON
+
+        Exit codes: 0 verified; 2 usage or no key; 10 no output directory; 30 content differs from the
+        source; 31 the output breaks a rule or cannot be read; 10-17 the source cannot be read.
+        """
+
+    static let options: [Arguments.Option] = [.init("source"), .init("key-file"), .init("key"), .init("json", .flag)]
 
     static func run(_ arguments: [String]) throws(CLIError) -> ExitCode {
-        throw CLIError(.failure, "verify is not available yet")
+        let parsed = try Arguments(arguments, options: options)
+        MediaLog.setLevel(.quiet)  // our one-line errors speak instead
+        guard parsed.positionals.count == 1 else {
+            throw CLIError(.usage, parsed.positionals.isEmpty ? "verify needs a DIR\n\(help)" : "verify takes one DIR")
+        }
+        if parsed.has("key") && parsed.has("key-file") { throw CLIError(.usage, "give --key or --key-file, not both") }
+        var key: [UInt8]? = try parsed.parsed("key", as: "32 hex digits") { text in
+            [UInt8](hex: text).flatMap { $0.count == 16 ? $0 : nil }
+        }
+        if let path = parsed.value("key-file") {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw CLIError(.inputMissing, "cannot read key file \(path)")
+            }
+            guard let parsedKey = KeyFileFormat.parse([UInt8](data)) else {
+                throw CLIError(.badValue, "key file \(path) holds neither 16 raw bytes nor 32 hex digits")
+            }
+            key = parsedKey
+        }
+        let report: VerificationReport
+        do {
+            report = try Verifier(directory: parsed.positionals[0], key: key, source: parsed.value("source")).run()
+        } catch {
+            switch error.kind {
+            case .outputMissing: throw CLIError(.inputMissing, error.message)
+            case .keyMissing: throw CLIError(.usage, error.message)
+            case .source: throw CLIError(PackageCommand.exitCode(for: error.sourceKind ?? .inputCorrupt), error.message)
+            }
+        }
+        print(parsed.has("json") ? json(report) : text(report, directory: parsed.positionals[0]))
+        if report.mismatchCount > 0 { return .verifyMismatch }
+        if !report.problems.isEmpty { return .verifyInvalid }
+        return .success
+    }
+
+    private static func text(_ report: VerificationReport, directory: String) -> String {
+        var lines = [
+            "verify \(directory): \(report.method), \(report.playlists.count) playlists, \(report.segments) segments"
+        ]
+        for note in report.notes { lines.append("  note: \(note)") }
+        for stream in report.streams {
+            let pid = stream.pid.map { "PID 0x\(String($0, radix: 16))" } ?? "packed"
+            var line =
+                "  \(stream.playlist)  \(pid)  \(stream.kind) \(stream.codec)  frames \(stream.frames)  "
+                + "decrypted \(stream.decryptedUnits)"
+            if let equal = stream.framesEqual {
+                line += "  equal \(equal)/\(stream.frames) (source \(stream.sourceFrames ?? 0))"
+            }
+            lines.append(line)
+            if let comparison = stream.comparison { lines.append("      compared \(comparison)") }
+        }
+        if report.iFramesChecked > 0 {
+            lines.append(
+                "  I-frames  \(report.iFramesEqual)/\(report.iFramesChecked) ranges hold the media playlist's IDR picture"
+            )
+        }
+        for problem in report.problems { lines.append("  problem: \(problem)") }
+        for mismatch in report.mismatches { lines.append("  mismatch: \(mismatch)") }
+        if report.mismatchCount > report.mismatches.count {
+            lines.append("  … \(report.mismatchCount - report.mismatches.count) more mismatches")
+        }
+        if report.passed {
+            let compared = report.streams.contains { $0.framesEqual != nil }
+            lines.append(
+                compared ? "OK: every access unit equals the source" : "OK: the output keeps the rules and decrypts")
+        } else {
+            lines.append("FAILED: \(report.problems.count) problems, \(report.mismatchCount) mismatches")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func json(_ report: VerificationReport) -> String {
+        let object: [String: Any] = [
+            "method": report.method, "playlists": report.playlists, "segments": report.segments,
+            "passed": report.passed, "problems": report.problems, "mismatches": report.mismatches,
+            "mismatchCount": report.mismatchCount, "notes": report.notes,
+            "iFrames": ["checked": report.iFramesChecked, "equal": report.iFramesEqual],
+            "streams": report.streams.map { stream -> [String: Any] in
+                var entry: [String: Any] = [
+                    "playlist": stream.playlist, "kind": stream.kind, "codec": stream.codec, "frames": stream.frames,
+                    "decrypted": stream.decryptedUnits,
+                ]
+                if let pid = stream.pid { entry["pid"] = pid }
+                if let equal = stream.framesEqual { entry["framesEqual"] = equal }
+                if let source = stream.sourceFrames { entry["sourceFrames"] = source }
+                if let comparison = stream.comparison { entry["comparison"] = comparison }
+                return entry
+            },
+        ]
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
     }
 }

@@ -57,6 +57,9 @@ public final class Packet {
     }
     /// True when the demuxer flagged the packet as corrupt.
     public var isCorrupt: Bool { pointer.pointee.flags & AV_PKT_FLAG_CORRUPT != 0 }
+    /// True when the packet carries CENC encryption info (`AV_PKT_DATA_ENCRYPTION_INFO` side data), as
+    /// the samples of an `encv`/`enca` track do (`av_packet_get_side_data`).
+    public var isEncrypted: Bool { av_packet_get_side_data(pointer, AV_PKT_DATA_ENCRYPTION_INFO, nil) != nil }
 
     /// Calls `body` with the payload; the buffer must not escape.
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {

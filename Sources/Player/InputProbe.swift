@@ -5,16 +5,18 @@ import MediaCore
 enum InputProbe {
     /// Opens `path`, or throws: missing, empty, text, unrecognised bytes, truncated, no streams.
     static func open(_ path: String) throws(PlayerError) -> InputContext {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+        switch InputFile.problem(at: path) {
+        case .unreadable(let reason) where reason == String(cString: strerror(ENOENT)):
             throw PlayerError(.inputMissing, "'\(path)': no such file")
+        case .unreadable(let reason):
+            throw PlayerError(.inputMissing, "'\(path)': cannot be read (\(reason.lowercased()))")
+        case .empty:
+            throw PlayerError(.inputEmpty, "'\(path)': the file is empty")
+        case .text:
+            throw PlayerError(.inputNotMedia, "'\(path)': this is a text file, not media")
+        case nil:
+            break
         }
-        guard !isDirectory.boolValue, FileManager.default.isReadableFile(atPath: path) else {
-            throw PlayerError(.inputMissing, "'\(path)': cannot be read")
-        }
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
-        if size == 0 { throw PlayerError(.inputEmpty, "'\(path)': the file is empty") }
-        if isText(path) { throw PlayerError(.inputNotMedia, "'\(path)': this is a text file, not media") }
         let input: InputContext
         do {
             input = try InputContext(path: path)
@@ -41,20 +43,5 @@ enum InputProbe {
                 "'\(path)': no audio or video stream (\(kinds.isEmpty ? "no streams" : kinds.joined(separator: ", ")))")
         }
         return input
-    }
-
-    /// True when the first 4 KiB are printable UTF-8 text with no NUL bytes.
-    static func isText(_ path: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? handle.close() }
-        guard let data = try? handle.read(upToCount: 4096), !data.isEmpty else { return false }
-        let bytes = [UInt8](data)
-        if bytes.contains(0) { return false }
-        var cut = bytes
-        // A multi-byte character may be split at the end of the sample.
-        while let last = cut.last, last & 0xC0 == 0x80 || last >= 0xC0 { cut.removeLast() }
-        guard String(validating: cut, as: UTF8.self) != nil else { return false }
-        let control = bytes.filter { $0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D && $0 != 0x0C }
-        return control.count * 100 <= bytes.count
     }
 }

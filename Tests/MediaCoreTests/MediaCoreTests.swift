@@ -101,3 +101,35 @@ let mediaDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         #expect(abs((check.durationSeconds ?? 0) - 4) < 0.1)
     }
 }
+
+@Suite struct InputFileTests {
+    @Test func classifiesPathsBeforeFFmpegOpensThem() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func write(_ name: String, _ bytes: [UInt8]) -> String {
+            let path = directory.appendingPathComponent(name).path
+            _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
+            return path
+        }
+        #expect(
+            InputFile.problem(at: directory.appendingPathComponent("missing").path)
+                == .unreadable(reason: "No such file or directory"))
+        #expect(InputFile.problem(at: directory.path) == .unreadable(reason: "is a directory"))
+        #expect(InputFile.problem(at: write("empty.m4a", [])) == .empty)
+        #expect(InputFile.problem(at: write("notes.m4a", Array("Ünïcode notes\nline two\n".utf8))) == .text)
+        #expect(InputFile.problem(at: write("list.m3u8", Array("#EXTM3U\n#EXT-X-VERSION:3\n".utf8))) == nil)
+        #expect(InputFile.problem(at: mediaDirectory.appendingPathComponent("song.m4a").path) == nil)
+        #expect(InputFile.problem(at: "http://127.0.0.1:1/master.m3u8") == nil)
+    }
+
+    @Test func textHeuristic() {
+        #expect(InputFile.looksLikeText(Array("plain text\twith tabs\r\n".utf8)))
+        // A multi-byte character cut by the end of the sample is still text.
+        #expect(InputFile.looksLikeText(Array("caf".utf8) + [0xC3]))
+        #expect(!InputFile.looksLikeText([0x00, 0x00, 0x00, 0x20, 0x66, 0x74, 0x79, 0x70]))
+        #expect(!InputFile.looksLikeText([0xFF, 0xF1, 0x50, 0x80, 0x2E, 0x7F, 0xFC]))
+        #expect(!InputFile.looksLikeText(Array(repeating: 0x01, count: 10) + Array("mostly text".utf8)))
+        #expect(!InputFile.looksLikeText([]))
+    }
+}

@@ -1,0 +1,160 @@
+/// The sampling frequencies an AAC sampling_frequency_index can name (ISO/IEC 14496-3 Table 1.18).
+let aacSamplingFrequencies = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
+
+/// An MPEG-4 AudioSpecificConfig, the AAC codec configuration MP4 carries and ADTS headers repeat.
+struct AudioSpecificConfig: Equatable {
+    /// The audio object type as signalled: 2 (AAC-LC), 5 (HE-AAC, SBR) or 29 (HE-AACv2, PS), and so on.
+    var objectType: Int
+    /// The object type of the AAC core: the signalled type, or the one under explicit SBR/PS signalling.
+    var coreObjectType: Int
+    /// The index of the core sampling frequency.
+    var samplingFrequencyIndex: Int
+    /// The channel configuration (1–7); 0 means a program config element, which ADTS cannot carry.
+    var channelConfiguration: Int
+    /// The bytes it was parsed from (or built as), for the setup data of SAMPLE-AES signalling.
+    var bytes: [UInt8]
+
+    /// Parses an AudioSpecificConfig.
+    init(_ bytes: [UInt8]) throws(FormatError) {
+        var reader = BitReader(bytes, structure: "AudioSpecificConfig")
+        func objectType() throws(FormatError) -> Int {
+            let type = Int(try reader.read(5))
+            return type == 31 ? 32 + Int(try reader.read(6)) : type
+        }
+        func frequencyIndex() throws(FormatError) -> Int {
+            let index = Int(try reader.read(4))
+            guard index == 15 else { return index }
+            let frequency = Int(try reader.read(24))
+            guard let standard = aacSamplingFrequencies.firstIndex(of: frequency) else {
+                throw FormatError("AudioSpecificConfig", "sampling frequency \(frequency) Hz has no ADTS index")
+            }
+            return standard
+        }
+        self.objectType = try objectType()
+        samplingFrequencyIndex = try frequencyIndex()
+        channelConfiguration = Int(try reader.read(4))
+        coreObjectType = self.objectType
+        if self.objectType == 5 || self.objectType == 29 {
+            _ = try frequencyIndex()  // the extension (SBR) frequency
+            coreObjectType = try objectType()
+        }
+        guard samplingFrequencyIndex < aacSamplingFrequencies.count else {
+            throw FormatError("AudioSpecificConfig", "sampling frequency index \(samplingFrequencyIndex) is reserved")
+        }
+        self.bytes = bytes
+    }
+
+    /// The config an ADTS header implies: AAC profile, sampling frequency index and channels.
+    init(adts header: ADTSHeader) {
+        var writer = BitWriter()
+        writer.write(UInt32(header.profile + 1), bits: 5)
+        writer.write(UInt32(header.samplingFrequencyIndex), bits: 4)
+        writer.write(UInt32(header.channelConfiguration), bits: 4)
+        writer.write(0, bits: 3)
+        objectType = header.profile + 1
+        coreObjectType = objectType
+        samplingFrequencyIndex = header.samplingFrequencyIndex
+        channelConfiguration = header.channelConfiguration
+        bytes = writer.bytes
+    }
+
+    /// Why ADTS cannot carry this configuration, or nil when it can.
+    var adtsIncompatibility: String? {
+        if !(1...4).contains(coreObjectType) { return "audio object type \(coreObjectType) has no ADTS profile" }
+        if channelConfiguration == 0 { return "a program config element (channel configuration 0)" }
+        return nil
+    }
+
+    /// The sampling frequency of the AAC core, in Hz.
+    var sampleRate: Int { aacSamplingFrequencies[samplingFrequencyIndex] }
+
+    /// The RFC 6381 codec string, such as `mp4a.40.2`.
+    var codecString: String { "mp4a.40.\(objectType)" }
+
+    /// The SAMPLE-AES audio_type: `zaac` (AAC-LC), `zach` (HE-AAC) or `zacp` (HE-AACv2).
+    var sampleAESAudioType: String {
+        switch objectType {
+        case 5: "zach"
+        case 29: "zacp"
+        default: "zaac"
+        }
+    }
+
+    /// A 7-byte ADTS header (no CRC) for a raw frame of `payloadLength` bytes.
+    func adtsHeader(payloadLength: Int) throws(FormatError) -> [UInt8] {
+        if let problem = adtsIncompatibility { throw FormatError("ADTS header", "cannot describe \(problem)") }
+        let frameLength = payloadLength + ADTSHeader.sizeWithoutCRC
+        guard frameLength < 1 << 13 else {
+            throw FormatError("ADTS header", "an AAC frame of \(payloadLength) bytes exceeds ADTS's 8191-byte limit")
+        }
+        var writer = BitWriter()
+        writer.write(0xFFF, bits: 12)  // syncword
+        writer.write(0, bits: 1)  // MPEG-4
+        writer.write(0, bits: 2)  // layer
+        writer.write(1, bits: 1)  // protection absent: no CRC
+        writer.write(UInt32(coreObjectType - 1), bits: 2)
+        writer.write(UInt32(samplingFrequencyIndex), bits: 4)
+        writer.write(0, bits: 1)  // private bit
+        writer.write(UInt32(channelConfiguration), bits: 3)
+        writer.write(0, bits: 4)  // original/copy, home, copyright id bit and start
+        writer.write(UInt32(frameLength), bits: 13)
+        writer.write(0x7FF, bits: 11)  // buffer fullness: variable bit rate
+        writer.write(0, bits: 2)  // one raw data block
+        return writer.bytes
+    }
+}
+
+/// A parsed ADTS frame header (ISO/IEC 13818-7 / 14496-3 §1.A.2).
+struct ADTSHeader: Equatable {
+    /// Bytes in a header without CRC.
+    static let sizeWithoutCRC = 7
+
+    /// The AAC profile (object type − 1).
+    var profile: Int
+    /// The sampling frequency index.
+    var samplingFrequencyIndex: Int
+    /// The channel configuration.
+    var channelConfiguration: Int
+    /// The whole frame's length, header included.
+    var frameLength: Int
+    /// The header's length: 7, or 9 with a CRC.
+    var headerLength: Int
+
+    /// Parses the header at the start of `bytes`.
+    init(_ bytes: UnsafeRawBufferPointer) throws(FormatError) {
+        guard bytes.count >= ADTSHeader.sizeWithoutCRC else {
+            throw FormatError("ADTS header", "only \(bytes.count) bytes, 7 needed")
+        }
+        guard bytes[0] == 0xFF && bytes[1] & 0xF6 == 0xF0 else {
+            throw FormatError("ADTS header", "no syncword (found \(Array(bytes[0..<2]).hexString))")
+        }
+        headerLength = bytes[1] & 0x01 == 1 ? 7 : 9
+        profile = Int(bytes[2] >> 6)
+        samplingFrequencyIndex = Int((bytes[2] >> 2) & 0x0F)
+        channelConfiguration = Int((bytes[2] & 0x01) << 2 | bytes[3] >> 6)
+        frameLength = Int(bytes[3] & 0x03) << 11 | Int(bytes[4]) << 3 | Int(bytes[5] >> 5)
+        guard samplingFrequencyIndex < aacSamplingFrequencies.count else {
+            throw FormatError("ADTS header", "sampling frequency index \(samplingFrequencyIndex) is reserved")
+        }
+        guard frameLength >= headerLength else {
+            throw FormatError("ADTS header", "frame length \(frameLength) is shorter than the header")
+        }
+    }
+
+    /// The ranges of the consecutive ADTS frames that make up `bytes`.
+    static func frames(in bytes: UnsafeRawBufferPointer) throws(FormatError) -> [(frame: Range<Int>, header: Int)] {
+        var frames: [(frame: Range<Int>, header: Int)] = []
+        var offset = 0
+        while offset < bytes.count {
+            let header = try ADTSHeader(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+            guard header.frameLength <= bytes.count - offset else {
+                throw FormatError(
+                    "ADTS frame",
+                    "frame of \(header.frameLength) bytes overruns its packet (\(bytes.count - offset) left)")
+            }
+            frames.append((offset..<(offset + header.frameLength), header.headerLength))
+            offset += header.frameLength
+        }
+        return frames
+    }
+}

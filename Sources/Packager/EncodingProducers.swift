@@ -1,0 +1,164 @@
+import MediaCore
+
+/// Audio that SAMPLE-AES cannot carry (MP3, Opus, FLAC, PCM…) decoded and encoded again as AAC-LC with
+/// FFmpeg's native encoder, which is deterministic: the verifier runs the same conversion and compares
+/// bytes.
+final class AACTranscodeProducer: AccessUnitProducer {
+    /// The bit rate for `channels` channels: 64 kb/s each, at most 384 kb/s.
+    static func bitRate(channels: Int) -> Int64 { Int64(min(64_000 * channels, 384_000)) }
+
+    /// The sample rate the AAC stream gets: the source's when AAC has an index for it, else 48 kHz.
+    static func sampleRate(for source: Int) -> Int {
+        aacSamplingFrequencies.contains(source) ? source : 48_000
+    }
+
+    private let decoder: Decoder
+    private let encoder: Encoder
+    private let resampler: Resampler
+    private let frame = Frame()
+    private let outputRate: Rational
+    private var mapper: TimestampMapper
+    private var firstPTS: Int64?
+    private var samples: Int64 = 0
+    private let config: AudioSpecificConfig
+
+    init(input: InputContext, stream: InputStreamDescription, offset: Int64) throws {
+        decoder = try input.makeDecoder(streamIndex: stream.index, threads: 1)
+        let rate = AACTranscodeProducer.sampleRate(for: stream.sampleRate)
+        let channels = min(max(stream.channelCount, 1), 8)
+        var settings = EncoderSettings(
+            codecName: "aac", media: .audio(sampleRate: rate, channelCount: channels, sampleFormat: nil))
+        settings.bitRate = AACTranscodeProducer.bitRate(channels: channels)
+        settings.globalHeader = true
+        encoder = try Encoder(settings: settings)
+        resampler = Resampler(output: encoder.audioFormat)
+        outputRate = Rational(1, Int32(rate))
+        config = try AudioSpecificConfig(encoder.extradata)
+        mapper = TimestampMapper(
+            timeBase: (1, Int32(rate)), offset: offset, defaultDuration: Int64(1024 * 90_000 / rate))
+    }
+
+    func accept(_ packet: Packet, into units: inout [AccessUnit]) throws {
+        while try !decoder.send(packet) { try drainDecoder(into: &units) }
+        try drainDecoder(into: &units)
+    }
+
+    func finish(into units: inout [AccessUnit]) throws {
+        _ = try decoder.send(nil)
+        try drainDecoder(into: &units)
+        if let rest = try resampler.drain() { try encode(rest, into: &units) }
+        try encoder.encode(nil) { packet in try self.emit(packet, into: &units) }
+    }
+
+    private func drainDecoder(into units: inout [AccessUnit]) throws {
+        while try decoder.receive(into: frame) == .output {
+            if firstPTS == nil {
+                let pts = frame.pts == noTimestamp ? 0 : frame.pts
+                firstPTS = decoder.timeBase.rescale(pts, to: outputRate)
+            }
+            let converted = try resampler.convert(frame)
+            frame.reset()
+            try encode(converted, into: &units)
+        }
+    }
+
+    private func encode(_ converted: Frame, into units: inout [AccessUnit]) throws {
+        guard converted.sampleCount > 0 else { return }
+        converted.pts = (firstPTS ?? 0) + samples
+        samples += Int64(converted.sampleCount)
+        try encoder.encode(converted) { packet in try self.emit(packet, into: &units) }
+    }
+
+    private func emit(_ packet: Packet, into units: inout [AccessUnit]) throws {
+        var bytes = try config.adtsHeader(payloadLength: packet.size)
+        packet.withUnsafeBytes { bytes.appendBytes($0) }
+        let time = mapper.map(pts: packet.optionalPTS, dts: packet.optionalDTS, duration: packet.duration)
+        units.append(
+            AccessUnit(
+                bytes: bytes, nalUnits: [], pts: time.pts, dts: time.pts, duration: time.duration,
+                isRandomAccess: true))
+    }
+
+    var codecString: String? { config.codecString }
+    var audioSetup: AudioSetupInformation? {
+        AudioSetupInformation(audioType: config.sampleAESAudioType, setupData: config.bytes)
+    }
+    var droppedNotice: String? { nil }
+}
+
+/// A still image encoded as `frameCount` frames of H.264 at 25 fps with libx264, an IDR at every
+/// segment boundary; x264's output does not depend on threading, so the verifier can encode it again.
+final class StillImageProducer: AccessUnitProducer {
+    /// Frames per second of the video made from a still.
+    static let frameRate: Int32 = 25
+
+    private let decoder: Decoder
+    private let frameCount: Int
+    private let gop: Int
+    private let frame = Frame()
+    private var converter = try! H264AnnexBConverter(extradata: [])
+    private var mapper: TimestampMapper
+    private var encoded = false
+
+    init(input: InputContext, stream: InputStreamDescription, frameCount: Int, gop: Int) throws {
+        decoder = try input.makeDecoder(streamIndex: stream.index, threads: 1)
+        self.frameCount = max(frameCount, 1)
+        self.gop = max(gop, 1)
+        mapper = TimestampMapper(
+            timeBase: (1, StillImageProducer.frameRate), offset: TimestampMapper.startOffset,
+            defaultDuration: Int64(90_000 / StillImageProducer.frameRate))
+    }
+
+    func accept(_ packet: Packet, into units: inout [AccessUnit]) throws {
+        guard !encoded else { return }
+        _ = try decoder.send(packet)
+        if try decoder.receive(into: frame) == .output { try encodeStill(into: &units) }
+    }
+
+    func finish(into units: inout [AccessUnit]) throws {
+        guard !encoded else { return }
+        _ = try decoder.send(nil)
+        guard try decoder.receive(into: frame) == .output else {
+            throw FormatError("still image", "the image could not be decoded")
+        }
+        try encodeStill(into: &units)
+    }
+
+    private func encodeStill(into units: inout [AccessUnit]) throws {
+        encoded = true
+        let width = max(frame.width & ~1, 2)
+        let height = max(frame.height & ~1, 2)
+        let picture = try Scaler(width: width, height: height, pixelFormat: .yuv420p).scale(frame)
+        var settings = EncoderSettings(
+            codecName: "libx264",
+            media: .video(
+                width: width, height: height, pixelFormat: .yuv420p,
+                frameRate: Rational(StillImageProducer.frameRate, 1)))
+        settings.gopSize = gop
+        settings.options = [
+            "preset": "medium", "tune": "stillimage", "crf": "18", "threads": "1",
+            "x264-params": "keyint=\(gop):min-keyint=\(gop):scenecut=0:open-gop=0",
+        ]
+        let encoder = try Encoder(settings: settings)
+        for index in 0..<frameCount {
+            picture.pts = Int64(index)
+            try encoder.encode(picture) { packet in try self.emit(packet, into: &units) }
+        }
+        try encoder.encode(nil) { packet in try self.emit(packet, into: &units) }
+    }
+
+    private func emit(_ packet: Packet, into units: inout [AccessUnit]) throws {
+        guard let unit = try packet.withUnsafeBytes({ raw throws(FormatError) in try converter.convert(raw) }) else {
+            return
+        }
+        let time = mapper.map(pts: packet.optionalPTS, dts: packet.optionalDTS, duration: packet.duration)
+        units.append(
+            AccessUnit(
+                bytes: unit.bytes, nalUnits: unit.nalUnits, pts: time.pts, dts: time.dts, duration: time.duration,
+                isRandomAccess: unit.containsIDR))
+    }
+
+    var codecString: String? { converter.codecString }
+    var audioSetup: AudioSetupInformation? { nil }
+    var droppedNotice: String? { nil }
+}

@@ -1,0 +1,18 @@
+/// A malformed or unsupported byte structure: which structure it was and what is wrong with it.
+///
+/// The pure parsers (NAL units, avcC, ADTS, AC-3, TS, ID3, playlists) throw this; the packager and the
+/// verifier wrap it with the file it came from.
+public struct FormatError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The structure being read, such as `avcC`, `ADTS header` or `video.m3u8 line 7`.
+    public let structure: String
+    /// What is wrong, in words a user can act on.
+    public let reason: String
+
+    /// Creates an error about `structure`.
+    public init(_ structure: String, _ reason: String) {
+        self.structure = structure
+        self.reason = reason
+    }
+
+    public var description: String { "\(structure): \(reason)" }
+}

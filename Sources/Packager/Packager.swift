@@ -1,2 +1,0 @@
-/// Packager: see docs/ARCHITECTURE.md.
-public enum PackagerModule {}

@@ -1,0 +1,45 @@
+/// Why a packaging job refused or failed: a kind callers map to exit codes or HTTP statuses, and one
+/// message that says what happened, why, and what to do instead.
+public struct PackagingError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The classes of failure a caller can act on.
+    public enum Kind: Sendable, Equatable {
+        /// The input file does not exist or cannot be read.
+        case inputMissing
+        /// The input file is empty.
+        case inputEmpty
+        /// The input is text, not media.
+        case inputNotMedia
+        /// The input is binary data in no format FFmpeg knows.
+        case inputUnrecognised
+        /// The input is cut short or its media data is corrupt.
+        case inputCorrupt
+        /// The input has neither an audio nor a video stream the packager can carry.
+        case inputNoStreams
+        /// A codec the packager refuses or cannot convert: HEVC or other non-H.264 video in TS, an audio
+        /// codec with no decoder.
+        case unsupportedCodec
+        /// The input is already encrypted (CENC `encv`/`enca`, or SAMPLE-AES stream types).
+        case encryptedInput
+        /// The output directory or key file exists and `force` was not set.
+        case outputExists
+        /// The output could not be written.
+        case outputFailed
+        /// An option value is invalid or options contradict each other.
+        case invalidOptions
+        /// The job was cancelled before it finished; nothing was published.
+        case cancelled
+    }
+
+    /// The class of failure.
+    public let kind: Kind
+    /// What happened, why, and what to do instead.
+    public let message: String
+
+    /// Creates an error of `kind`.
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}

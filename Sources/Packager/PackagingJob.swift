@@ -1,0 +1,431 @@
+import Foundation
+
+/// A packaging job: one input packaged as encrypted HLS in MPEG-TS, published atomically.
+///
+/// `run` blocks while it demuxes and writes, so call it from a thread you own, not from the cooperative
+/// pool. It reports progress as a fraction, checks `cancellation` between access units, and on any
+/// failure or cancellation removes everything it wrote, leaving the previous output untouched.
+///
+/// ```swift
+/// var options = PackagingOptions(input: "media/clip.mp4", output: "out/clip")
+/// options.keyFile = PackagingOptions.defaultKeyFile(for: options.output)
+/// let result = try PackagingJob(options: options).run(progress: { print($0.fraction) })
+/// ```
+public struct PackagingJob: Sendable {
+    /// What to package and how.
+    public let options: PackagingOptions
+
+    /// A job for `options`.
+    public init(options: PackagingOptions) { self.options = options }
+
+    /// Packages the input and publishes the output; returns what was written.
+    ///
+    /// `progress` and `notice` are called on the calling thread; progress comes at least every 0.5 % of
+    /// the input's duration when the container declares one, and always once at 1 when published.
+    public func run(
+        progress: (@Sendable (PackagingProgress) -> Void)? = nil, notice: (@Sendable (String) -> Void)? = nil,
+        cancellation: PackagingCancellation? = nil
+    ) throws(PackagingError) -> PackagingResult {
+        try validate()
+        let output = OutputDirectory.absolutePath(options.output)
+        let keys = try KeyMaterial(options: options, output: output)
+        try keys.checkKeyFile(force: options.force)
+        let stillFrames = max(1, Int((options.stillDuration * Double(StillImageProducer.frameRate)).rounded()))
+        // A GOP no longer than the video, so the verifier can tell it from the I-frame playlist.
+        let stillGOP = min(
+            stillFrames, max(1, Int((options.segmentDuration * Double(StillImageProducer.frameRate)).rounded())))
+        let reader = try SourceReader(path: options.input, stillFrames: stillFrames, stillGOP: stillGOP)
+        var notices: [String] = []
+        for text in reader.notices {
+            notices.append(text)
+            notice?(text)
+        }
+        if cancellation?.isCancelled == true { throw PackagingError(.cancelled, "packaging was cancelled") }
+        let directory = try OutputDirectory.prepare(options.output, force: options.force)
+        let writer = BackgroundWriter()
+        var stagedKey: String? = nil
+        do throws(PackagingError) {
+            var run = PackagingRun(
+                options: options, reader: reader, directory: directory, writer: writer, keys: keys,
+                progress: progress, cancellation: cancellation)
+            var result = try run.execute()
+            try writer.drain()
+            for text in reader.notices.dropFirst(notices.count) {
+                notices.append(text)
+                notice?(text)
+            }
+            result.notices = notices
+            stagedKey = try keys.stageKeyFile()
+            if cancellation?.isCancelled == true { throw PackagingError(.cancelled, "packaging was cancelled") }
+            if let stagedKey, let keyFile = keys.keyFile {
+                guard rename(stagedKey, keyFile) == 0 else {
+                    throw SegmentFile.failure("publish the key file", keyFile)
+                }
+            }
+            try directory.commit()
+            progress?(
+                PackagingProgress(fraction: 1, mediaSeconds: result.duration, segmentsWritten: result.segmentCount))
+            return result
+        } catch {
+            try? writer.drain()
+            directory.discard()
+            if let stagedKey { unlink(stagedKey) }
+            throw error
+        }
+    }
+
+    private func validate() throws(PackagingError) {
+        guard options.segmentDuration.isFinite, options.segmentDuration >= 1, options.segmentDuration <= 60 else {
+            throw PackagingError(.invalidOptions, "the segment duration must be between 1 and 60 seconds")
+        }
+        guard options.stillDuration.isFinite, options.stillDuration >= 1, options.stillDuration <= 3_600 else {
+            throw PackagingError(.invalidOptions, "the still duration must be between 1 and 3600 seconds")
+        }
+        if options.keyFormat == .fairplay && options.encryption != .sampleAES {
+            throw PackagingError(.invalidOptions, "FairPlay keys need SAMPLE-AES encryption")
+        }
+    }
+}
+
+/// The state of one job while it runs: the outputs, the rendition schedulers, the cut decisions.
+private struct PackagingRun {
+    let options: PackagingOptions
+    let reader: SourceReader
+    let directory: OutputDirectory
+    let writer: BackgroundWriter
+    let keys: KeyMaterial
+    let progress: (@Sendable (PackagingProgress) -> Void)?
+    let cancellation: PackagingCancellation?
+
+    /// Cut tolerance (90 kHz): timestamps rescaled from other time bases can land a tick short.
+    static let cutTolerance: Int64 = 100
+
+    init(
+        options: PackagingOptions, reader: SourceReader, directory: OutputDirectory, writer: BackgroundWriter,
+        keys: KeyMaterial, progress: (@Sendable (PackagingProgress) -> Void)?, cancellation: PackagingCancellation?
+    ) {
+        self.options = options
+        self.reader = reader
+        self.directory = directory
+        self.writer = writer
+        self.keys = keys
+        self.progress = progress
+        self.cancellation = cancellation
+    }
+
+    mutating func execute() throws(PackagingError) -> PackagingResult {
+        let plan = reader.plan
+        let details = reader.details
+        let protection: SegmentedOutput.Protection =
+            switch options.encryption {
+            case .sampleAES: .sampleAES(key: keys.key, iv: keys.iv)
+            case .aes128: .aes128(key: keys.key, iv: keys.iv)
+            case .none: .none
+            }
+        let streams = plan.streams
+        func track(_ slot: Int) -> SegmentedOutput.Track {
+            let planned = streams[slot]
+            var descriptors: [UInt8] = []
+            if options.encryption == .sampleAES {
+                descriptors += TransportStreamDescriptor.privateDataIndicator(planned.codec.privateDataIndicator)
+                if let setup = details[slot].audioSetup {
+                    descriptors += TransportStreamDescriptor.registration("apad", setup.bytes)
+                }
+            }
+            if planned.codec.isAudio, let code = planned.source.language, code.count == 3, code != "und" {
+                descriptors += TransportStreamDescriptor.language(code)
+            }
+            return SegmentedOutput.Track(
+                slot: slot, codec: planned.codec, pid: OutputLayout.pid(for: planned.codec),
+                streamID: planned.codec.pesStreamID, descriptors: descriptors)
+        }
+        func makeOutput(_ name: String, _ slots: [Int]) throws(PackagingError) -> SegmentedOutput {
+            try SegmentedOutput(
+                name: name, tracks: slots.map(track), directory: directory.temporary, writer: writer,
+                protection: protection,
+                packedAudio: options.audioFormat == .packed && slots.allSatisfy { streams[$0].codec.isAudio },
+                audioSetup: slots.count == 1 ? details[slots[0]].audioSetup : nil)
+        }
+
+        // Layout: video muxed with a single audio stream; several audio streams become renditions.
+        let hasVideo = plan.video != nil
+        let target = Int64((options.segmentDuration * 90_000).rounded())
+        var outputs: [SegmentedOutput] = []
+        var outputOfSlot: [Int: Int] = [:]
+        var renditions: [Int: RenditionScheduler] = [:]
+        let layout = OutputLayout(
+            hasVideo: hasVideo, audioCount: plan.audio.count, separateAudio: options.audioFormat == .packed)
+        for playlist in layout.playlists {
+            let output = try makeOutput(playlist.name, playlist.slots)
+            outputs.append(output)
+            for slot in playlist.slots { outputOfSlot[slot] = outputs.count - 1 }
+            if playlist.isRendition && hasVideo {
+                renditions[playlist.slots[0]] = RenditionScheduler(
+                    output: output, slot: playlist.slots[0], target: target)
+            }
+        }
+
+        do throws(PackagingError) {
+            var lastReported = -1.0
+            while case (let slot, var unit)? = try reader.next() {
+                if cancellation?.isCancelled == true { throw PackagingError(.cancelled, "packaging was cancelled") }
+                let output = outputs[outputOfSlot[slot]!]
+                if slot == 0 && hasVideo {
+                    if unit.isRandomAccess, let start = output.openSegmentStart,
+                        unit.pts - start >= target - PackagingRun.cutTolerance
+                    {
+                        try output.cut(at: unit.pts)
+                        for key in renditions.keys.sorted() { try renditions[key]!.announce(cut: unit.pts) }
+                    }
+                    try output.write(&unit, slot: slot)
+                } else if renditions[slot] != nil {
+                    try renditions[slot]!.add(unit)
+                } else {
+                    if !hasVideo, let start = output.openSegmentStart,
+                        unit.pts - start >= target - PackagingRun.cutTolerance
+                    {
+                        try output.cut(at: unit.pts)
+                    }
+                    try output.write(&unit, slot: slot)
+                }
+                if let progress, let duration = reader.duration, duration > 0 {
+                    let fraction = min(reader.position / duration, 0.99)
+                    if fraction - lastReported >= 0.005 {
+                        lastReported = fraction
+                        progress(
+                            PackagingProgress(
+                                fraction: fraction, mediaSeconds: reader.position,
+                                segmentsWritten: outputs.reduce(0) { $0 + $1.segments.count }))
+                    }
+                }
+            }
+            for key in renditions.keys.sorted() { try renditions[key]!.flush() }
+            for output in outputs { try output.finish() }
+        } catch {
+            for output in outputs { output.abandon() }
+            throw error
+        }
+        return try publishPlaylists(outputs: outputs, details: details)
+    }
+
+    private func keyLine(iv: [UInt8]) -> KeyLine? {
+        guard let uri = keys.uri else { return nil }
+        let method = options.encryption == .sampleAES ? "SAMPLE-AES" : "AES-128"
+        return KeyLine(
+            method: method, uri: uri, iv: iv, keyFormat: keys.keyFormat,
+            keyFormatVersions: keys.keyFormat == nil ? nil : "1")
+    }
+
+    private func publishPlaylists(outputs: [SegmentedOutput], details: [StreamDetails]) throws(PackagingError)
+        -> PackagingResult
+    {
+        let plan = reader.plan
+        var playlists: [(name: String, playlist: MediaPlaylist)] = []
+        for output in outputs {
+            guard !output.segments.isEmpty else {
+                throw PackagingError(
+                    .inputCorrupt, "\(options.input): the \(output.name) stream has no decodable frame to package")
+            }
+            var playlist = MediaPlaylist()
+            for (index, (segment, duration)) in zip(output.segments, output.durations).enumerated() {
+                let key: KeyLine? =
+                    switch options.encryption {
+                    case .sampleAES: index == 0 ? keyLine(iv: keys.iv) : nil
+                    case .aes128: keyLine(iv: segment.iv!)
+                    case .none: nil
+                    }
+                playlist.entries.append(.init(duration: duration, uri: segment.uri, byteRange: nil, key: key))
+            }
+            playlists.append((output.name + ".m3u8", playlist))
+        }
+        var iFramePlaylist: MediaPlaylist? = nil
+        if let video = outputs.first, plan.video != nil, options.encryption != .aes128 {
+            var playlist = MediaPlaylist()
+            playlist.iFramesOnly = true
+            for (index, (frame, duration)) in zip(video.iFrames, video.iFrameDurations).enumerated() {
+                let key = options.encryption == .sampleAES && index == 0 ? keyLine(iv: keys.iv) : nil
+                playlist.entries.append(
+                    .init(duration: duration, uri: frame.uri, byteRange: (frame.length, frame.offset), key: key))
+            }
+            iFramePlaylist = playlist
+        }
+        let allPlaylists = playlists.map(\.playlist) + (iFramePlaylist.map { [$0] } ?? [])
+        let targetDuration = max(1, allPlaylists.map(\.longestRoundedDuration).max() ?? 1)
+        for (name, playlist) in playlists {
+            try write(playlist.render(targetDuration: targetDuration), to: name)
+        }
+        if let iFramePlaylist { try write(iFramePlaylist.render(targetDuration: targetDuration), to: "iframes.m3u8") }
+
+        // The master playlist.
+        var master = MasterPlaylist()
+        let streams = plan.streams
+        let hasVideo = plan.video != nil
+        let renditionOutputs = outputs.filter { $0.name.hasPrefix("audio-") }
+        var usedNames = Set<String>()
+        for (number, output) in renditionOutputs.enumerated() {
+            let slot = output.tracks[0].slot
+            let source = streams[slot].source
+            var name = source.title ?? Languages.name(source.language) ?? "Audio \(number + 1)"
+            if usedNames.contains(name) { name += " \(number + 1)" }
+            usedNames.insert(name)
+            master.audioRenditions.append(
+                .init(
+                    groupID: "audio", name: name, language: Languages.tag(source.language), isDefault: number == 0,
+                    channels: details[slot].channels, uri: output.name + ".m3u8"))
+        }
+        func rates(_ output: SegmentedOutput) -> (peak: Int, average: Int) {
+            var peak = 0.0
+            var bits = 0.0
+            var seconds = 0.0
+            for (segment, duration) in zip(output.segments, output.durations) {
+                bits += Double(segment.bytes * 8)
+                seconds += duration
+                if duration > 0 { peak = max(peak, Double(segment.bytes * 8) / duration) }
+            }
+            return (Int(peak.rounded(.up)), seconds > 0 ? Int((bits / seconds).rounded(.up)) : Int(peak.rounded(.up)))
+        }
+        let audioCodecs = Array(Set(renditionOutputs.map { details[$0.tracks[0].slot].codecString })).sorted()
+        let renditionRates = renditionOutputs.map(rates)
+        let main = outputs[0]
+        if hasVideo || renditionOutputs.isEmpty {
+            let mainRates = rates(main)
+            let codecs = main.tracks.map { details[$0.slot].codecString } + audioCodecs
+            let videoDetail = hasVideo ? details[0] : nil
+            master.variants.append(
+                .init(
+                    bandwidth: mainRates.peak + (renditionRates.map(\.peak).max() ?? 0),
+                    averageBandwidth: mainRates.average + (renditionRates.map(\.average).max() ?? 0),
+                    codecs: codecs, resolution: videoDetail.map { ($0.width, $0.height) },
+                    frameRate: videoDetail.flatMap { $0.frameRate > 0 ? $0.frameRate : nil },
+                    audioGroup: renditionOutputs.isEmpty ? nil : "audio", uri: main.name + ".m3u8"))
+        } else {
+            master.variants.append(
+                .init(
+                    bandwidth: renditionRates.map(\.peak).max() ?? 0,
+                    averageBandwidth: renditionRates.map(\.average).max() ?? 0, codecs: audioCodecs,
+                    resolution: nil, frameRate: nil, audioGroup: "audio", uri: renditionOutputs[0].name + ".m3u8"))
+        }
+        if let iFramePlaylist, let videoDetail = hasVideo ? details[0] : nil {
+            var peak = 0.0
+            var bits = 0.0
+            var seconds = 0.0
+            for entry in iFramePlaylist.entries {
+                let entryBits = Double((entry.byteRange?.length ?? 0) * 8)
+                bits += entryBits
+                seconds += entry.duration
+                if entry.duration > 0 { peak = max(peak, entryBits / entry.duration) }
+            }
+            master.iFrameVariants.append(
+                .init(
+                    bandwidth: Int(peak.rounded(.up)),
+                    averageBandwidth: Int((seconds > 0 ? bits / seconds : peak).rounded(.up)),
+                    codecs: [videoDetail.codecString], resolution: (videoDetail.width, videoDetail.height),
+                    uri: "iframes.m3u8"))
+        }
+        try write(master.render(), to: "master.m3u8")
+
+        // The result.
+        var packaged: [PackagedStream] = []
+        for (slot, planned) in streams.enumerated() {
+            let output = outputs.first { $0.tracks.contains { $0.slot == slot } }!
+            let transcoded: String? =
+                switch planned.handling {
+                case .transcodeToAAC, .encodeStill: planned.source.codecName
+                default: nil
+                }
+            packaged.append(
+                PackagedStream(
+                    kind: planned.codec == .h264 ? "video" : "audio", codec: details[slot].codecString,
+                    sourceIndex: planned.source.index, playlist: output.name + ".m3u8",
+                    accessUnits: output.accessUnitCounts[slot] ?? 0, transcodedFrom: transcoded,
+                    language: Languages.tag(planned.source.language)))
+        }
+        let start = outputs.compactMap { $0.segments.first?.start }.min() ?? 0
+        let end = outputs.map(\.end).max() ?? start
+        return PackagingResult(
+            outputDirectory: directory.path, masterPlaylist: directory.path + "/master.m3u8",
+            mediaPlaylists: playlists.map(\.name) + (iFramePlaylist == nil ? [] : ["iframes.m3u8"]),
+            keyFile: options.encryption == .none ? nil : keys.keyFile, keyID: keys.keyID,
+            key: options.encryption == .none ? nil : keys.key, iv: options.encryption == .none ? nil : keys.iv,
+            keyURI: keys.uri, encryption: options.encryption, streams: packaged,
+            segmentCount: outputs.reduce(0) { $0 + $1.segments.count }, duration: Double(end - start) / 90_000,
+            bytesWritten: outputs.reduce(0) { $0 + $1.segments.reduce(0) { $0 + $1.bytes } }, notices: [])
+    }
+
+    private func write(_ text: String, to name: String) throws(PackagingError) {
+        let file = try SegmentFile(path: directory.temporary + "/" + name, aes128: nil, writer: writer)
+        file.buffer.append(Array(text.utf8))
+        try file.close()
+    }
+}
+
+/// Holds an audio rendition's frames until the video decides where its next segment starts, so that
+/// rendition segments start when the video's do.
+private struct RenditionScheduler {
+    /// How far past the target duration frames are held before they are written anyway (90 kHz), so a
+    /// video without key frames cannot make the rendition buffer grow without bound.
+    static let holdLimit: Int64 = 30 * 90_000
+
+    let output: SegmentedOutput
+    let slot: Int
+    let target: Int64
+    private var held: [AccessUnit] = []
+    private var cuts: [Int64] = []
+
+    init(output: SegmentedOutput, slot: Int, target: Int64) {
+        self.output = output
+        self.slot = slot
+        self.target = target
+    }
+
+    mutating func add(_ unit: AccessUnit) throws(PackagingError) {
+        held.append(unit)
+        try drain(final: false)
+    }
+
+    mutating func announce(cut time: Int64) throws(PackagingError) {
+        cuts.append(time)
+        try drain(final: false)
+    }
+
+    mutating func flush() throws(PackagingError) { try drain(final: true) }
+
+    private mutating func drain(final: Bool) throws(PackagingError) {
+        var written = 0
+        while written < held.count {
+            let unit = held[written]
+            if let cut = cuts.first, unit.pts >= cut {
+                try output.cut(at: cut)
+                cuts.removeFirst()
+                continue
+            }
+            if !final, cuts.isEmpty, let start = output.openSegmentStart {
+                let elapsed = unit.pts - start
+                if elapsed >= target - PackagingRun.cutTolerance && elapsed < target + RenditionScheduler.holdLimit {
+                    break  // the video has not decided yet whether a segment starts before this frame
+                }
+            }
+            try output.write(&held[written], slot: slot)
+            written += 1
+        }
+        held.removeFirst(written)
+    }
+}
+
+extension PackagingJob {
+    /// Removes the temporary files this process made for `options` (the output being built and a staged
+    /// key file): the last resort of a signal handler when a job blocked in I/O cannot stop by itself.
+    public static func removeTemporaryFiles(for options: PackagingOptions) {
+        var paths = [OutputDirectory.absolutePath(options.output)]
+        if let keyFile = options.keyFile { paths.append(OutputDirectory.absolutePath(keyFile)) }
+        for path in paths {
+            let name = (path as NSString).lastPathComponent
+            let parent = (path as NSString).deletingLastPathComponent
+            let prefix = ".\(name)\(OutputDirectory.marker)\(getpid())-"
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
+            where entry.hasPrefix(prefix) && entry.hasSuffix(OutputDirectory.suffix) {
+                try? FileManager.default.removeItem(atPath: parent + "/" + entry)
+            }
+        }
+    }
+}

@@ -1,0 +1,191 @@
+/// Parses HLS attribute lists (`KEY=VALUE,KEY="quoted, value"`), RFC 8216 §4.2.
+enum AttributeList {
+    /// The attributes by name, quoted values without their quotes; throws on malformed text.
+    static func parse(_ text: String, structure: String) throws(FormatError) -> [String: String] {
+        var result: [String: String] = [:]
+        var rest = Substring(text)
+        while !rest.isEmpty {
+            guard let equals = rest.firstIndex(of: "=") else {
+                throw FormatError(structure, "attribute '\(rest)' has no value")
+            }
+            let name = String(rest[..<equals])
+            guard !name.isEmpty, name.allSatisfy({ $0.isUppercase || $0.isNumber || $0 == "-" }) else {
+                throw FormatError(structure, "'\(name)' is not an attribute name")
+            }
+            rest = rest[rest.index(after: equals)...]
+            let value: String
+            if rest.first == "\"" {
+                let body = rest.dropFirst()
+                guard let close = body.firstIndex(of: "\"") else {
+                    throw FormatError(structure, "quoted value of \(name) is not closed")
+                }
+                value = String(body[..<close])
+                rest = body[body.index(after: close)...]
+            } else {
+                let end = rest.firstIndex(of: ",") ?? rest.endIndex
+                value = String(rest[..<end])
+                rest = rest[end...]
+            }
+            guard result[name] == nil else { throw FormatError(structure, "attribute \(name) appears twice") }
+            result[name] = value
+            if rest.first == "," {
+                rest = rest.dropFirst()
+                if rest.isEmpty { throw FormatError(structure, "attribute list ends with a comma") }
+            } else if !rest.isEmpty {
+                throw FormatError(structure, "unexpected '\(rest.prefix(16))' after \(name)")
+            }
+        }
+        return result
+    }
+}
+
+/// A media playlist read back by the verifier.
+struct ParsedMediaPlaylist {
+    /// A segment entry.
+    struct Segment {
+        var duration: Double
+        var uri: String
+        var byteRange: (length: Int, offset: Int)?
+        /// The EXT-X-KEY attributes in force, or nil when none was given.
+        var key: [String: String]?
+        var line: Int
+    }
+
+    var version: Int?
+    var targetDuration: Int?
+    var mediaSequence = 0
+    var playlistType: String?
+    var independentSegments = false
+    var iFramesOnly = false
+    var endList = false
+    /// True when some EXTINF is written with a decimal point (version 3 or later).
+    var hasDecimalDurations = false
+    var segments: [Segment] = []
+    /// Every EXT-X-KEY line's attributes, in order.
+    var keyLines: [[String: String]] = []
+    /// Tags the packager never writes, with their line numbers.
+    var unknownTags: [String] = []
+
+    /// Parses `text`, naming `name` in errors; malformed lines throw.
+    init(_ text: String, name: String) throws(FormatError) {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
+            $0.hasSuffix("\r") ? $0.dropLast() : $0
+        }
+        guard lines.first == "#EXTM3U" else { throw FormatError(name, "does not start with #EXTM3U") }
+        var duration: Double? = nil
+        var range: (length: Int, offset: Int)? = nil
+        var key: [String: String]? = nil
+        var nextOffset: [String: Int] = [:]
+        for (index, raw) in lines.enumerated().dropFirst() {
+            let number = index + 1
+            let line = String(raw)
+            let place = "\(name) line \(number)"
+            if line.isEmpty { continue }
+            if !line.hasPrefix("#") {
+                guard let seconds = duration else { throw FormatError(place, "segment URI without a preceding EXTINF") }
+                var byteRange = range
+                if let pending = range, pending.offset < 0 {
+                    byteRange = (pending.length, nextOffset[line] ?? 0)
+                }
+                if let byteRange { nextOffset[line] = byteRange.offset + byteRange.length }
+                segments.append(Segment(duration: seconds, uri: line, byteRange: byteRange, key: key, line: number))
+                duration = nil
+                range = nil
+                continue
+            }
+            guard line.hasPrefix("#EXT") else { continue }  // a comment
+            let colon = line.firstIndex(of: ":")
+            let tag = colon.map { String(line[..<$0]) } ?? line
+            let value = colon.map { String(line[line.index(after: $0)...]) } ?? ""
+            switch tag {
+            case "#EXT-X-VERSION":
+                guard version == nil else { throw FormatError(place, "a second EXT-X-VERSION") }
+                guard let parsed = Int(value), parsed > 0 else { throw FormatError(place, "bad version '\(value)'") }
+                version = parsed
+            case "#EXT-X-TARGETDURATION":
+                guard targetDuration == nil else { throw FormatError(place, "a second EXT-X-TARGETDURATION") }
+                guard let parsed = Int(value), parsed >= 0 else {
+                    throw FormatError(place, "TARGETDURATION '\(value)' is not a decimal integer")
+                }
+                targetDuration = parsed
+            case "#EXT-X-MEDIA-SEQUENCE":
+                guard let parsed = Int(value), parsed >= 0 else { throw FormatError(place, "bad media sequence") }
+                mediaSequence = parsed
+            case "#EXT-X-PLAYLIST-TYPE": playlistType = value
+            case "#EXT-X-INDEPENDENT-SEGMENTS": independentSegments = true
+            case "#EXT-X-I-FRAMES-ONLY": iFramesOnly = true
+            case "#EXT-X-ENDLIST": endList = true
+            case "#EXT-X-KEY":
+                let attributes = try AttributeList.parse(value, structure: place)
+                keyLines.append(attributes)
+                key = attributes["METHOD"] == "NONE" ? nil : attributes
+            case "#EXTINF":
+                let text = value.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+                guard let seconds = Double(text), seconds.isFinite, seconds >= 0 else {
+                    throw FormatError(place, "EXTINF duration '\(text)' is not a non-negative number")
+                }
+                duration = seconds
+                if text.contains(".") { hasDecimalDurations = true }
+            case "#EXT-X-BYTERANGE":
+                let parts = value.split(separator: "@", omittingEmptySubsequences: false)
+                guard parts.count <= 2, let length = Int(parts[0]), length > 0,
+                    parts.count == 1 || Int(parts[1]) != nil, (Int(parts.last!) ?? 0) >= 0
+                else { throw FormatError(place, "bad byte range '\(value)'") }
+                range = (length, parts.count == 2 ? Int(parts[1])! : -1)
+            default:
+                unknownTags.append("\(place): \(tag)")
+            }
+        }
+        if duration != nil { throw FormatError(name, "ends with an EXTINF that has no segment URI") }
+    }
+}
+
+/// A master playlist read back by the verifier.
+struct ParsedMasterPlaylist {
+    /// An `EXT-X-STREAM-INF` with the URI on the next line.
+    struct Variant {
+        var attributes: [String: String]
+        var uri: String
+    }
+
+    var variants: [Variant] = []
+    /// `EXT-X-MEDIA` attribute lists.
+    var media: [[String: String]] = []
+    /// `EXT-X-I-FRAME-STREAM-INF` attribute lists.
+    var iFrameVariants: [[String: String]] = []
+    var version: Int?
+    var independentSegments = false
+
+    /// Parses `text`, naming `name` in errors.
+    init(_ text: String, name: String) throws(FormatError) {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
+            String($0.hasSuffix("\r") ? $0.dropLast() : $0)
+        }
+        guard lines.first == "#EXTM3U" else { throw FormatError(name, "does not start with #EXTM3U") }
+        var pending: [String: String]? = nil
+        for (index, line) in lines.enumerated().dropFirst() {
+            let place = "\(name) line \(index + 1)"
+            if line.isEmpty { continue }
+            if !line.hasPrefix("#") {
+                guard let attributes = pending else { throw FormatError(place, "URI without EXT-X-STREAM-INF") }
+                variants.append(Variant(attributes: attributes, uri: line))
+                pending = nil
+                continue
+            }
+            let colon = line.firstIndex(of: ":")
+            let tag = colon.map { String(line[..<$0]) } ?? line
+            let value = colon.map { String(line[line.index(after: $0)...]) } ?? ""
+            switch tag {
+            case "#EXT-X-STREAM-INF": pending = try AttributeList.parse(value, structure: place)
+            case "#EXT-X-MEDIA": media.append(try AttributeList.parse(value, structure: place))
+            case "#EXT-X-I-FRAME-STREAM-INF": iFrameVariants.append(try AttributeList.parse(value, structure: place))
+            case "#EXT-X-VERSION": version = Int(value)
+            case "#EXT-X-INDEPENDENT-SEGMENTS": independentSegments = true
+            case "#EXTINF", "#EXT-X-TARGETDURATION":
+                throw FormatError(place, "\(tag) in a master playlist: this is a media playlist")
+            default: break
+            }
+        }
+        if pending != nil { throw FormatError(name, "ends with an EXT-X-STREAM-INF that has no URI") }
+    }
+}

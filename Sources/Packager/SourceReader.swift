@@ -1,0 +1,227 @@
+import Foundation
+import MediaCore
+
+/// What the output needs to know about one planned stream once its first access units were seen.
+struct StreamDetails: Sendable, Equatable {
+    /// The clear codec for CODECS: `avc1.PPCCLL`, `mp4a.40.2`, `ac-3`, `ec-3`.
+    var codecString: String
+    /// The SAMPLE-AES audio setup information (audio only).
+    var audioSetup: AudioSetupInformation?
+    var width = 0
+    var height = 0
+    var frameRate = 0.0
+    var channels = 0
+}
+
+/// Reads an input with libavformat and yields its planned streams as access units, in the order the
+/// demuxer interleaves them.
+///
+/// On opening it checks the input (missing, empty, text, already encrypted, no usable stream) and
+/// reads ahead until every stream has shown its first access unit, so codec strings and audio setup
+/// information are known before the first segment is written. The packager and the verifier both read
+/// sources through it.
+final class SourceReader {
+    /// Which input streams are carried, and how.
+    let plan: StreamPlan
+    /// Details per stream slot (video first), known after the read-ahead.
+    private(set) var details: [StreamDetails] = []
+    /// The input's duration in seconds, when the container says.
+    let duration: Double?
+    /// Notices about the conversion, in order.
+    private(set) var notices: [String]
+
+    private let input: InputContext
+    private let path: String
+    private let packet = Packet()
+    private var producers: [Int: (slot: Int, producer: any AccessUnitProducer)] = [:]
+    /// Access units read but not yet handed out; a slot is emptied as its unit is handed out, so the
+    /// caller owns the bytes alone and can encrypt them in place.
+    private var ready: [(slot: Int, unit: AccessUnit)?] = []
+    private var readyHead = 0
+    private var packetsRead: [Int: Int64] = [:]
+    private var declaredFrames: [Int: Int64] = [:]
+    private var finished = false
+    private let startTime: Double
+    /// The presentation time of the latest access unit read, in seconds from the start.
+    private(set) var position: Double = 0
+
+    /// Opens `path` and plans it; `stillFrames` and `stillGOP` shape the video made from a still image.
+    init(path: String, stillFrames: Int, stillGOP: Int) throws(PackagingError) {
+        try InputCheck.preflight(path)
+        let opened: InputContext
+        do {
+            // The file: protocol keeps FFmpeg from reading a path with a colon as a protocol name.
+            let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+            opened = try InputContext(path: "file:" + absolute)
+        } catch {
+            // Probing that ends in anything but a missing file means FFmpeg knows no format for it.
+            if error.kind != .notFound && error.operation.hasPrefix("avformat_open_input") {
+                throw PackagingError(
+                    .inputUnrecognised, "input \(path) is not in a media format FFmpeg recognises (\(error.message))")
+            }
+            throw InputCheck.classify(error, path: path)
+        }
+        input = opened
+        self.path = path
+        if opened.formatName == "hls" || opened.formatName == "dash" {
+            throw PackagingError(
+                .inputNotMedia, "\(path) is a streaming playlist, not a media file: package the original media")
+        }
+        if opened.formatName == "mpegts" { try InputCheck.refuseSampleAESTransportStream(path) }
+        let descriptions = opened.streams.map(InputCheck.describe)
+        plan = try StreamPlan.make(streams: descriptions, formatName: opened.formatName)
+        notices = plan.notices
+        duration = opened.durationSeconds
+        startTime = opened.startSeconds
+        let offset = TimestampMapper.startOffset - Int64((startTime * 90_000).rounded())
+        for (slot, planned) in plan.streams.enumerated() {
+            let info = opened.streams[planned.source.index]
+            if info.frameCount > 0 { declaredFrames[planned.source.index] = info.frameCount }
+            let producer: any AccessUnitProducer
+            do {
+                switch planned.handling {
+                case .copyH264:
+                    producer = try H264Producer(stream: planned.source, timeBase: info.timeBase, offset: offset)
+                case .copyAAC(let config):
+                    producer = AudioCopyProducer(
+                        stream: planned.source, codec: .aac, config: config, timeBase: info.timeBase, offset: offset)
+                case .copyADTS, .copyDolby:
+                    producer = AudioCopyProducer(
+                        stream: planned.source, codec: planned.codec, config: nil, timeBase: info.timeBase,
+                        offset: offset)
+                case .transcodeToAAC:
+                    producer = try AACTranscodeProducer(input: opened, stream: planned.source, offset: offset)
+                case .encodeStill:
+                    producer = try StillImageProducer(
+                        input: opened, stream: planned.source, frameCount: stillFrames, gop: stillGOP)
+                }
+            } catch {
+                throw InputCheck.classify(error, path: path)
+            }
+            producers[planned.source.index] = (slot, producer)
+        }
+        try readAhead()
+    }
+
+    /// Reads until every stream has produced an access unit (or the input ends), then fills `details`.
+    private func readAhead() throws(PackagingError) {
+        var seen = Set<Int>()
+        var packets = 0
+        while seen.count < producers.count && !finished && packets < 5_000 {
+            try readPacket()
+            packets += 1
+            for entry in ready[readyHead...] { if let entry { seen.insert(entry.slot) } }
+        }
+        for planned in plan.streams {
+            guard let producer = producers[planned.source.index]?.producer else { continue }
+            let kind = planned.codec == .h264 ? "video" : "audio"
+            guard let codec = producer.codecString else {
+                throw PackagingError(
+                    .inputCorrupt,
+                    "\(path): \(kind) stream \(planned.source.index) yields no \(planned.codec.rawValue) access unit "
+                        + "in its first \(packets) packets")
+            }
+            var detail = StreamDetails(codecString: codec, audioSetup: producer.audioSetup)
+            if planned.codec == .h264 {
+                detail.width = planned.source.width
+                detail.height = planned.source.height
+                detail.frameRate = planned.source.frameRate
+                if planned.handling == .encodeStill {
+                    detail.width = max(planned.source.width & ~1, 2)
+                    detail.height = max(planned.source.height & ~1, 2)
+                    detail.frameRate = Double(StillImageProducer.frameRate)
+                }
+            } else {
+                detail.channels = min(max(planned.source.channelCount, 1), 8)
+                if planned.codec.isAudio && detail.audioSetup == nil {
+                    throw PackagingError(
+                        .inputCorrupt, "\(path): audio stream \(planned.source.index) has no frame to describe it")
+                }
+            }
+            details.append(detail)
+        }
+    }
+
+    /// The next access unit and the slot of its stream, or nil at the end of the input.
+    func next() throws(PackagingError) -> (slot: Int, unit: AccessUnit)? {
+        while readyHead == ready.count {
+            if finished { return nil }
+            ready.removeAll(keepingCapacity: true)
+            readyHead = 0
+            try readPacket()
+        }
+        let entry = ready[readyHead]
+        ready[readyHead] = nil
+        readyHead += 1
+        return entry
+    }
+
+    private func readPacket() throws(PackagingError) {
+        var units: [AccessUnit] = []
+        let step: ReadStep
+        do {
+            step = try input.read(into: packet)
+        } catch {
+            throw PackagingError(
+                .inputCorrupt, "\(path) is corrupt: \(error.message) (at \(String(format: "%.2f", position)) s)")
+        }
+        if step == .endOfStream {
+            finished = true
+            try checkComplete()
+            for index in producers.keys.sorted() {
+                let (slot, producer) = producers[index]!
+                do {
+                    try producer.finish(into: &units)
+                } catch {
+                    throw InputCheck.classify(error, path: path)
+                }
+                append(units, slot: slot)
+                units.removeAll()
+                if let notice = producer.droppedNotice { notices.append(notice) }
+            }
+            return
+        }
+        guard let (slot, producer) = producers[packet.streamIndex] else { return }
+        if packet.isCorrupt {
+            throw PackagingError(
+                .inputCorrupt,
+                "input \(path) is corrupt or cut short: the demuxer flags a packet of stream \(packet.streamIndex) "
+                    + "as damaged (after \(String(format: "%.2f", position)) s)")
+        }
+        if packet.isEncrypted {
+            throw PackagingError(
+                .encryptedInput,
+                "stream \(packet.streamIndex) of \(path) is already CENC encrypted ('encv'/'enca' samples with "
+                    + "encryption info); GuardPlay packages clear sources only: use the clear mezzanine file, or "
+                    + "decrypt it first (ffmpeg -decryption_key KEY -i IN -c copy OUT.mp4)")
+        }
+        packetsRead[packet.streamIndex, default: 0] += 1
+        do {
+            try producer.accept(packet, into: &units)
+        } catch {
+            throw InputCheck.classify(error, path: path)
+        }
+        append(units, slot: slot)
+    }
+
+    private func append(_ units: [AccessUnit], slot: Int) {
+        for unit in units {
+            ready.append((slot, unit))
+            position = max(position, Double(unit.pts - TimestampMapper.startOffset) / 90_000)
+        }
+    }
+
+    private func checkComplete() throws(PackagingError) {
+        for (index, declared) in declaredFrames.sorted(by: { $0.key < $1.key }) {
+            let read = packetsRead[index, default: 0]
+            if read < declared {
+                throw PackagingError(
+                    .inputCorrupt,
+                    "\(path) is cut short: stream \(index) declares \(declared) frames but only \(read) could be read")
+            }
+        }
+    }
+}
+
+@available(*, unavailable, message: "a SourceReader owns one demuxer")
+extension SourceReader: Sendable {}

@@ -1,0 +1,304 @@
+import Crypto
+import Foundation
+
+/// The state of one verification: the playlists read, per-stream tallies, the IDR pictures the I-frame
+/// playlist must point at, and the report being filled.
+struct VerificationRun {
+    /// The largest playlist and segment the verifier reads, so hostile files cannot exhaust memory.
+    static let playlistLimit = 4 << 20
+    static let segmentLimit = 512 << 20
+    /// Mismatch lines kept in the report (all are counted).
+    static let mismatchLines = 20
+
+    let directory: String
+    var key: [UInt8]?
+    let source: String?
+    var report = VerificationReport(method: "NONE", playlists: [], segments: 0, streams: [])
+    var method = "NONE"
+    var cipher: SampleAESCipher?
+    /// Digests of IDR pictures by segment URI and PTS, for the I-frame playlist.
+    var idrPictures: [String: [Int64: [UInt8]]] = [:]
+    /// Codec strings found per media playlist.
+    var foundCodecs: [String: [String]] = [:]
+
+    init(directory: String, key: [UInt8]?, source: String?) {
+        self.directory = directory
+        self.key = key
+        self.source = source
+    }
+
+    // MARK: Reporting
+
+    mutating func problem(_ text: String) { report.problems.append(text) }
+
+    mutating func mismatch(_ text: String) {
+        report.mismatchCount += 1
+        if report.mismatches.count < VerificationRun.mismatchLines { report.mismatches.append(text) }
+    }
+
+    // MARK: Files
+
+    /// True for a URI that names a file directly inside the output directory.
+    static func isPlainFileName(_ uri: String) -> Bool {
+        !uri.isEmpty && uri != "." && uri != ".." && !uri.contains("/") && !uri.contains(":") && !uri.contains("\0")
+            && !uri.contains("\\") && !uri.contains("?") && !uri.contains("#")
+    }
+
+    // MARK: The run
+
+    mutating func execute() throws(VerificationError) -> VerificationReport {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw VerificationError(
+                kind: .outputMissing, sourceKind: nil, message: "no output directory at \(directory)")
+        }
+        guard
+            let masterBytes = VerificationRun.readFile(directory + "/master.m3u8", limit: VerificationRun.playlistLimit)
+        else {
+            throw VerificationError(
+                kind: .outputMissing, sourceKind: nil, message: "\(directory) holds no readable master.m3u8")
+        }
+        let master: ParsedMasterPlaylist
+        do {
+            master = try ParsedMasterPlaylist(String(decoding: masterBytes, as: UTF8.self), name: "master.m3u8")
+        } catch {
+            problem("\(error)")
+            return report
+        }
+
+        // The media playlists the master names.
+        var mediaNames: [String] = []
+        for uri in master.variants.map(\.uri) + master.media.compactMap({ $0["URI"] }) where !mediaNames.contains(uri) {
+            mediaNames.append(uri)
+        }
+        let iFrameNames = master.iFrameVariants.compactMap { $0["URI"] }
+        var playlists: [String: ParsedMediaPlaylist] = [:]
+        for name in mediaNames + iFrameNames {
+            guard VerificationRun.isPlainFileName(name) else {
+                problem("master.m3u8 names '\(name)', which is not a file inside the output directory")
+                continue
+            }
+            guard let bytes = VerificationRun.readFile(directory + "/" + name, limit: VerificationRun.playlistLimit)
+            else {
+                problem("master.m3u8 names \(name), which is missing or unreadable")
+                continue
+            }
+            do {
+                playlists[name] = try ParsedMediaPlaylist(String(decoding: bytes, as: UTF8.self), name: name)
+                report.playlists.append(name)
+            } catch {
+                problem("\(error)")
+            }
+        }
+        guard !playlists.isEmpty else {
+            problem("master.m3u8 names no readable media playlist")
+            return report
+        }
+        checkPlaylists(playlists, iFrameNames: Set(iFrameNames))
+        try resolveKey(playlists)
+        checkNoKeyPublished()
+
+        // The source, read through the same plan and conversion as the packager.
+        var layout: OutputLayout? = nil
+        var stillParameters = (frames: 1, gop: 1)
+        if let video = playlists["video.m3u8"] {
+            let total = video.segments.reduce(0.0) { $0 + $1.duration }
+            stillParameters.frames = max(1, Int((total * Double(StillImageProducer.frameRate)).rounded()))
+            let iFrames = iFrameNames.first.flatMap { playlists[$0] }?.segments ?? []
+            stillParameters.gop =
+                iFrames.count >= 2
+                ? max(1, Int((iFrames[0].duration * Double(StillImageProducer.frameRate)).rounded()))
+                : stillParameters.frames
+        }
+        var plan: StreamPlan? = nil
+        if let source {
+            do {
+                let reader = try SourceReader(
+                    path: source, stillFrames: stillParameters.frames, stillGOP: stillParameters.gop)
+                plan = reader.plan
+                layout = OutputLayout(
+                    hasVideo: reader.plan.video != nil, audioCount: reader.plan.audio.count,
+                    separateAudio: mediaNames.contains("audio-1.m3u8"))
+                report.notes += reader.plan.notices
+            } catch {
+                throw VerificationError(
+                    kind: .source, sourceKind: error.kind, message: "cannot read the source: \(error.message)")
+            }
+            let expected = Set(layout!.playlists.map { $0.name + ".m3u8" })
+            let found = Set(mediaNames)
+            if expected != found {
+                mismatch(
+                    "the source makes playlists \(expected.sorted().joined(separator: ", ")) but master.m3u8 names "
+                        + found.sorted().joined(separator: ", "))
+            }
+        }
+
+        for name in mediaNames where !iFrameNames.contains(name) {
+            guard let playlist = playlists[name] else { continue }
+            let slots = layout?.playlists.first { $0.name + ".m3u8" == name }?.slots
+            var expected: ExpectedAccessUnits? = nil
+            if let source, let plan, let slots {
+                do {
+                    let reader = try SourceReader(
+                        path: source, stillFrames: stillParameters.frames, stillGOP: stillParameters.gop)
+                    expected = ExpectedAccessUnits(reader: reader, slots: slots, plan: plan)
+                } catch {
+                    throw VerificationError(
+                        kind: .source, sourceKind: error.kind, message: "cannot read the source: \(error.message)")
+                }
+            }
+            verifyMediaPlaylist(name: name, playlist, expected: expected, slots: slots)
+        }
+        for name in iFrameNames {
+            if let playlist = playlists[name] { verifyIFrames(name: name, playlist) }
+        }
+        checkMaster(master, playlists: playlists)
+        report.method = method
+        return report
+    }
+
+    // MARK: Playlist rules
+
+    private mutating func checkPlaylists(_ playlists: [String: ParsedMediaPlaylist], iFrameNames: Set<String>) {
+        var methods = Set<String>()
+        var targets = Set<Int>()
+        for (name, playlist) in playlists.sorted(by: { $0.key < $1.key }) {
+            var needed = 1
+            for key in playlist.keyLines {
+                let keyMethod = key["METHOD"] ?? ""
+                methods.insert(keyMethod)
+                if keyMethod == "NONE" { continue }
+                guard keyMethod == "SAMPLE-AES" || keyMethod == "AES-128" else {
+                    problem("\(name): EXT-X-KEY METHOD '\(keyMethod)' is not SAMPLE-AES or AES-128")
+                    continue
+                }
+                if key["URI"] == nil { problem("\(name): an EXT-X-KEY has no URI") }
+                if let iv = key["IV"] {
+                    if !(iv.hasPrefix("0x") || iv.hasPrefix("0X")) || [UInt8](hex: iv)?.count != 16 {
+                        problem("\(name): IV '\(iv)' is not 0x followed by 32 hex digits")
+                    }
+                    needed = max(needed, 2)
+                } else {
+                    problem("\(name): an EXT-X-KEY has no explicit IV")
+                }
+                if keyMethod == "SAMPLE-AES" || key["KEYFORMAT"] != nil || key["KEYFORMATVERSIONS"] != nil {
+                    needed = max(needed, 5)
+                }
+                if let format = key["KEYFORMAT"] {
+                    if format == "com.apple.streamingkeydelivery" {
+                        if !(key["URI"] ?? "").hasPrefix("skd://") {
+                            problem("\(name): a FairPlay key URI must be skd://")
+                        }
+                    } else if format != "identity" {
+                        problem("\(name): unknown KEYFORMAT '\(format)'")
+                    }
+                }
+            }
+            if playlist.hasDecimalDurations { needed = max(needed, 3) }
+            if playlist.iFramesOnly || playlist.segments.contains(where: { $0.byteRange != nil }) {
+                needed = max(needed, 4)
+            }
+            switch playlist.version {
+            case nil: problem("\(name): no EXT-X-VERSION, though its features need version \(needed)")
+            case let version? where version < needed:
+                problem("\(name): EXT-X-VERSION \(version) is below the \(needed) its features need")
+            case let version? where version > needed:
+                problem("\(name): EXT-X-VERSION \(version) is not the minimum its features need (\(needed))")
+            default: break
+            }
+            if let target = playlist.targetDuration {
+                targets.insert(target)
+                for segment in playlist.segments where roundedDuration(segment.duration) > target {
+                    problem(
+                        "\(name) line \(segment.line): EXTINF \(segment.duration) rounds above TARGETDURATION \(target)"
+                    )
+                }
+            } else {
+                problem("\(name): no EXT-X-TARGETDURATION")
+            }
+            if !playlist.independentSegments { problem("\(name): no EXT-X-INDEPENDENT-SEGMENTS") }
+            if !playlist.endList { problem("\(name): no EXT-X-ENDLIST") }
+            if playlist.segments.isEmpty { problem("\(name): no segments") }
+            if iFrameNames.contains(name) != playlist.iFramesOnly {
+                problem(
+                    "\(name): EXT-X-I-FRAMES-ONLY \(playlist.iFramesOnly ? "in a media" : "missing from an I-frame") playlist"
+                )
+            }
+            for tag in playlist.unknownTags { problem("unexpected tag at \(tag)") }
+            if let first = playlist.segments.first, first.key == nil, !playlist.keyLines.isEmpty {
+                problem("\(name): the first segment comes before its EXT-X-KEY")
+            }
+        }
+        methods.remove("NONE")
+        if methods.count > 1 {
+            problem("the playlists mix encryption methods: \(methods.sorted().joined(separator: ", "))")
+        }
+        method = methods.first ?? "NONE"
+        if targets.count > 1 { problem("the playlists disagree on EXT-X-TARGETDURATION: \(targets.sorted())") }
+        let encrypted = playlists.values.filter { !$0.keyLines.isEmpty }.count
+        if method != "NONE" && encrypted != playlists.count {
+            problem("\(playlists.count - encrypted) playlists carry no EXT-X-KEY while the others are encrypted")
+        }
+    }
+
+    // MARK: Keys
+
+    private mutating func resolveKey(_ playlists: [String: ParsedMediaPlaylist]) throws(VerificationError) {
+        guard method != "NONE" else { return }
+        if key == nil {
+            let uri = playlists.values.flatMap(\.keyLines).compactMap { $0["URI"] }.first ?? ""
+            if !uri.isEmpty && !uri.contains(":") {
+                let path = uri.hasPrefix("/") ? uri : directory + "/" + uri
+                if let data = FileManager.default.contents(atPath: path) {
+                    key = KeyFileFormat.parse([UInt8](data))
+                    if key != nil { report.notes.append("key read from the key URI \(uri)") }
+                }
+            }
+        }
+        guard let key else {
+            throw VerificationError(
+                kind: .keyMissing, sourceKind: nil,
+                message: "the output is \(method) encrypted: give its key (--key-file or --key) to decrypt it")
+        }
+        if method == "SAMPLE-AES" {
+            guard
+                let iv = playlists.values.flatMap(\.keyLines).compactMap({ $0["IV"] }).first.flatMap({
+                    [UInt8](hex: $0)
+                }),
+                iv.count == 16
+            else { return }
+            cipher = try? SampleAESCipher(key: key, iv: iv, encrypt: false)
+            let ivs = Set(playlists.values.flatMap(\.keyLines).compactMap { $0["IV"]?.uppercased() })
+            if ivs.count > 1 { problem("SAMPLE-AES key lines carry different IVs: \(ivs.sorted())") }
+        }
+    }
+
+    /// The published directory must hold no key: no file with the key's bytes or hex, and no `.key` file.
+    private mutating func checkNoKeyPublished() {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for entry in entries.sorted() {
+            if entry.hasSuffix(".key") { problem("the output directory holds a key file, \(entry)") }
+            guard let key else { continue }
+            var status = stat()
+            guard stat(directory + "/" + entry, &status) == 0, status.st_size <= 256, status.st_size >= 16 else {
+                continue
+            }
+            if let data = FileManager.default.contents(atPath: directory + "/" + entry),
+                KeyFileFormat.parse([UInt8](data)) == key
+            {
+                problem("the output directory publishes the content key in \(entry)")
+            }
+        }
+    }
+}
+
+/// The key file format: 16 raw bytes (what HLS key URIs return), or 32 hex digits as text.
+public enum KeyFileFormat {
+    /// The key in `bytes`, or nil when they hold neither form.
+    public static func parse(_ bytes: [UInt8]) -> [UInt8]? {
+        if bytes.count == 16 { return bytes }
+        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let key = [UInt8](hex: text), key.count == 16 else { return nil }
+        return key
+    }
+}

@@ -1,0 +1,115 @@
+import Testing
+
+@testable import Packager
+
+@Suite struct PlaylistTests {
+    private let key = KeyLine(
+        method: "SAMPLE-AES", uri: "https://k.example/v1/keys/abc", iv: Array(0..<16).map { UInt8($0) },
+        keyFormat: nil, keyFormatVersions: nil)
+
+    @Test func writesExplicitIVsInUpperCaseHex() {
+        #expect(
+            key.text
+                == "#EXT-X-KEY:METHOD=SAMPLE-AES,URI=\"https://k.example/v1/keys/abc\",IV=0x000102030405060708090A0B0C0D0E0F"
+        )
+    }
+
+    @Test func chooseTheMinimumVersionForTheFeatures() {
+        var clear = MediaPlaylist()
+        clear.entries = [.init(duration: 6, uri: "a.ts", byteRange: nil, key: nil)]
+        #expect(clear.minimumVersion == 3)
+        var iFrames = clear
+        iFrames.iFramesOnly = true
+        iFrames.entries[0].byteRange = (376, 0)
+        #expect(iFrames.minimumVersion == 4)
+        var aes = clear
+        aes.entries[0].key = KeyLine(method: "AES-128", uri: "k", iv: [UInt8](repeating: 1, count: 16))
+        #expect(aes.minimumVersion == 3)
+        var sample = clear
+        sample.entries[0].key = key
+        #expect(sample.minimumVersion == 5)
+    }
+
+    @Test(arguments: [(4.499999, 4), (4.5, 5), (4.56, 5), (6.021333, 6), (0.4, 0)])
+    func roundsDurationsToNearestNotDown(_ seconds: Double, _ rounded: Int) {
+        #expect(roundedDuration(seconds) == rounded)
+        var playlist = MediaPlaylist()
+        playlist.entries = [.init(duration: seconds, uri: "a.ts", byteRange: nil, key: nil)]
+        #expect(playlist.longestRoundedDuration == rounded)
+    }
+
+    @Test func writesAndReadsBackAMediaPlaylist() throws {
+        var playlist = MediaPlaylist()
+        playlist.iFramesOnly = true
+        playlist.entries = [
+            .init(duration: 2, uri: "v_00000.ts", byteRange: (7_332, 0), key: key),
+            .init(duration: 1.5, uri: "v_00000.ts", byteRange: (8_648, 142_504), key: nil),
+        ]
+        let text = playlist.render(targetDuration: 2)
+        #expect(text.hasPrefix("#EXTM3U\n#EXT-X-VERSION:5\n#EXT-X-TARGETDURATION:2\n"))
+        let parsed = try ParsedMediaPlaylist(text, name: "iframes.m3u8")
+        #expect(parsed.version == 5 && parsed.targetDuration == 2 && parsed.iFramesOnly && parsed.endList)
+        #expect(parsed.independentSegments && parsed.hasDecimalDurations && parsed.unknownTags.isEmpty)
+        #expect(parsed.segments.map(\.duration) == [2, 1.5])
+        #expect(parsed.segments[1].byteRange! == (8_648, 142_504))
+        #expect(parsed.segments[1].key?["IV"] == "0x000102030405060708090A0B0C0D0E0F")
+    }
+
+    @Test func readsAByteRangeWithoutOffsetAsContinuing() throws {
+        let text = "#EXTM3U\n#EXTINF:1,\n#EXT-X-BYTERANGE:100@50\na.ts\n#EXTINF:1,\n#EXT-X-BYTERANGE:30\na.ts\n"
+        let parsed = try ParsedMediaPlaylist(text, name: "p")
+        #expect(parsed.segments[1].byteRange! == (30, 150))
+        #expect(!parsed.hasDecimalDurations)
+    }
+
+    @Test(arguments: [
+        "video.m3u8", "#EXTM3U\na.ts", "#EXTM3U\n#EXTINF:abc,\na.ts", "#EXTM3U\n#EXT-X-VERSION:5\n#EXT-X-VERSION:5",
+        "#EXTM3U\n#EXTINF:1,", "#EXTM3U\n#EXT-X-KEY:METHOD=SAMPLE-AES,URI=\"unclosed", "#EXTM3U\n#EXT-X-BYTERANGE:x@1",
+    ])
+    func refusesMalformedMediaPlaylists(_ text: String) {
+        #expect(throws: FormatError.self) { try ParsedMediaPlaylist(text, name: "bad.m3u8") }
+    }
+
+    @Test func parsesAttributeListsWithQuotedCommas() throws {
+        let attributes = try AttributeList.parse(
+            "BANDWIDTH=5,CODECS=\"avc1.64001e,mp4a.40.2\",RESOLUTION=640x360", structure: "t")
+        #expect(attributes == ["BANDWIDTH": "5", "CODECS": "avc1.64001e,mp4a.40.2", "RESOLUTION": "640x360"])
+        #expect(throws: FormatError.self) { try AttributeList.parse("A=1,A=2", structure: "t") }
+        #expect(throws: FormatError.self) { try AttributeList.parse("lower=1", structure: "t") }
+        #expect(throws: FormatError.self) { try AttributeList.parse("A=\"x\"junk", structure: "t") }
+        #expect(throws: FormatError.self) { try AttributeList.parse("A=1,", structure: "t") }
+    }
+
+    @Test func writesAndReadsBackAMasterPlaylist() throws {
+        var master = MasterPlaylist()
+        master.audioRenditions = [
+            .init(groupID: "audio", name: "English", language: "en", isDefault: true, channels: 2, uri: "audio-1.m3u8"),
+            .init(groupID: "audio", name: "French", language: "fr", isDefault: false, channels: 2, uri: "audio-2.m3u8"),
+        ]
+        master.variants = [
+            .init(
+                bandwidth: 900_000, averageBandwidth: 800_000, codecs: ["avc1.64001e", "mp4a.40.2"],
+                resolution: (640, 360), frameRate: 29.97, audioGroup: "audio", uri: "video.m3u8")
+        ]
+        master.iFrameVariants = [
+            .init(
+                bandwidth: 90_000, averageBandwidth: 80_000, codecs: ["avc1.64001e"], resolution: (640, 360),
+                uri: "iframes.m3u8")
+        ]
+        let parsed = try ParsedMasterPlaylist(master.render(), name: "master.m3u8")
+        #expect(parsed.version == nil && parsed.independentSegments)
+        #expect(parsed.media.map { $0["LANGUAGE"] } == ["en", "fr"])
+        #expect(parsed.variants.first?.attributes["FRAME-RATE"] == "29.970")
+        #expect(parsed.variants.first?.attributes["CODECS"] == "avc1.64001e,mp4a.40.2")
+        #expect(parsed.iFrameVariants.first?["URI"] == "iframes.m3u8")
+    }
+}
+
+@Suite struct LanguageTests {
+    @Test func mapsISO6392ToRFC5646() {
+        #expect(Languages.tag("eng") == "en" && Languages.tag("fre") == "fr" && Languages.tag("fra") == "fr")
+        #expect(Languages.tag("und") == nil && Languages.tag(nil) == nil && Languages.tag("x\"y") == nil)
+        #expect(Languages.tag("tlh") == "tlh")
+        #expect(Languages.name("deu") == "German")
+    }
+}

@@ -1,0 +1,148 @@
+import Testing
+
+@testable import Packager
+
+@Suite struct TransportStreamTests {
+    private func writer(encrypted: Bool = true) throws -> TransportStreamWriter {
+        let setup = AudioSetupInformation(audioType: "zaac", setupData: [0x12, 0x10])
+        return try TransportStreamWriter(
+            tracks: [
+                TransportStreamTrack(
+                    pid: 0x100, streamType: ElementaryCodec.h264.streamType(encrypted: encrypted), streamID: 0xE0,
+                    descriptors: TransportStreamDescriptor.privateDataIndicator("zavc")),
+                TransportStreamTrack(
+                    pid: 0x101, streamType: ElementaryCodec.aac.streamType(encrypted: encrypted), streamID: 0xC0,
+                    descriptors: TransportStreamDescriptor.privateDataIndicator("aacd")
+                        + TransportStreamDescriptor.registration("apad", setup.bytes)),
+            ], pcrPID: 0x100)
+    }
+
+    @Test func crcIsTheMPEG2CheckValue() {
+        #expect(MPEGCRC32.checksum(Array("123456789".utf8)) == 0x0376_E6E7)
+    }
+
+    @Test func writesThePATFFmpegWritesForOneProgram() throws {
+        var ts = try writer()
+        let buffer = ByteBuffer()
+        ts.writeProgramTables(to: buffer)
+        let bytes = buffer.bytes
+        #expect(bytes.count == 376)
+        let pat: [UInt8] = [
+            0x47, 0x40, 0x00, 0x10, 0x00, 0x00, 0xB0, 0x0D, 0x00, 0x01, 0xC1, 0x00, 0x00, 0x00, 0x01, 0xF0, 0x00,
+            0x2A, 0xB1, 0x04, 0xB2,
+        ]
+        #expect(Array(bytes[0..<pat.count]) == pat)
+        #expect(bytes[pat.count..<188].allSatisfy { $0 == 0xFF })
+    }
+
+    @Test func signalsSampleAESInAPMTOfOnePacket() throws {
+        var ts = try writer()
+        let buffer = ByteBuffer()
+        ts.writeProgramTables(to: buffer)
+        var reader = TransportStreamReader(name: "tables")
+        _ = try buffer.withUnsafeBytes { try reader.read($0) }
+        #expect(reader.issues.isEmpty)
+        let map = try #require(reader.programMap)
+        #expect(map.pcrPID == 0x100)
+        #expect(map.streams.map(\.streamType) == [0xDB, 0xCF])
+        #expect(map.streams[0].descriptors == [0x0F, 4] + Array("zavc".utf8))
+        let audio = try #require(map.streams[1].parsedDescriptors)
+        #expect(audio.map(\.tag) == [0x0F, 0x05])
+        #expect(audio[1].body == Array("apad".utf8) + Array("zaac".utf8) + [0, 0, 1, 2, 0x12, 0x10])
+    }
+
+    @Test func refusesAPMTThatWouldSpanPackets() {
+        let big = [UInt8](repeating: 0, count: 100)
+        #expect(throws: FormatError.self) {
+            try TransportStreamWriter(
+                tracks: [
+                    TransportStreamTrack(pid: 0x100, streamType: 0x1B, streamID: 0xE0, descriptors: big),
+                    TransportStreamTrack(pid: 0x101, streamType: 0x0F, streamID: 0xC0, descriptors: big),
+                ], pcrPID: 0x100)
+        }
+    }
+
+    /// Payload sizes around one packet's room: 184 minus the PES header (14 or 19 bytes), the PCR
+    /// adaptation field (8 bytes) and stuffing.
+    @Test(arguments: [1, 150, 157, 158, 159, 164, 165, 166, 169, 170, 171, 183, 184, 185, 1_000, 70_000])
+    func packetizesAndReassemblesPES(_ size: Int) throws {
+        var ts = try writer(encrypted: false)
+        let buffer = ByteBuffer()
+        ts.writeProgramTables(to: buffer)
+        let video = Reference.bytes(size, seed: UInt32(size))
+        let audio = Reference.bytes(size % 500 + 1, seed: 9)
+        try video.withUnsafeBytes {
+            try ts.writePES(
+                track: 0, payload: $0, pts: 200_000, dts: 197_000, pcr: 150_000 * 300 + 17, randomAccess: true,
+                to: buffer)
+        }
+        try audio.withUnsafeBytes {
+            try ts.writePES(track: 1, payload: $0, pts: 199_000, dts: nil, pcr: nil, randomAccess: false, to: buffer)
+        }
+        try video.withUnsafeBytes {
+            try ts.writePES(
+                track: 0, payload: $0, pts: (1 << 33) + 5, dts: nil, pcr: nil, randomAccess: false, to: buffer)
+        }
+        #expect(buffer.count % 188 == 0)
+        var reader = TransportStreamReader(name: "pes")
+        let packets = try buffer.withUnsafeBytes { try reader.read($0) } + reader.finish()
+        #expect(reader.issues.isEmpty)
+        let byPID = Dictionary(grouping: packets, by: \.pid)
+        let videoPackets = try #require(byPID[0x100])
+        #expect(videoPackets.count == 2)
+        #expect(videoPackets[0].payload == video && videoPackets[1].payload == video)
+        #expect(videoPackets[0].pts == 200_000 && videoPackets[0].dts == 197_000)
+        #expect(videoPackets[0].pcr == 150_000 * 300 + 17 && videoPackets[0].randomAccess)
+        #expect(videoPackets[1].pts == 5 && videoPackets[1].dts == nil && videoPackets[1].pcr == nil)
+        let audioPacket = try #require(byPID[0x101]?.first)
+        #expect(audioPacket.payload == audio && audioPacket.pts == 199_000 && audioPacket.streamID == 0xC0)
+    }
+
+    @Test func readerFlagsContinuityJumpsBadCRCsAndNonTS() throws {
+        var ts = try writer()
+        let buffer = ByteBuffer()
+        ts.writeProgramTables(to: buffer)
+        try Reference.bytes(400, seed: 1).withUnsafeBytes {
+            try ts.writePES(track: 0, payload: $0, pts: 1, dts: nil, pcr: nil, randomAccess: true, to: buffer)
+        }
+        var bytes = buffer.bytes
+        bytes[376 + 188 + 3] = (bytes[376 + 188 + 3] & 0xF0) | ((bytes[376 + 188 + 3] + 5) & 0x0F)
+        var reader = TransportStreamReader(name: "jump")
+        _ = try bytes.withUnsafeBytes { try reader.read($0) }
+        #expect(reader.issues.contains { $0.contains("continuity counter") })
+
+        var corrupt = buffer.bytes
+        corrupt[20] ^= 0xFF  // inside the PAT's CRC
+        var second = TransportStreamReader(name: "crc")
+        _ = try corrupt.withUnsafeBytes { try second.read($0) }
+        #expect(second.issues.contains { $0.contains("CRC") })
+
+        var unsynced = buffer.bytes
+        unsynced[188] = 0x48
+        var third = TransportStreamReader(name: "sync")
+        #expect(throws: FormatError.self) { try unsynced.withUnsafeBytes { try third.read($0) } }
+        #expect(throws: FormatError.self) { try Array(buffer.bytes.dropLast()).withUnsafeBytes { try third.read($0) } }
+    }
+}
+
+@Suite struct PackedAudioTests {
+    @Test func writesTheTimestampAndAudioDescriptionPRIVFrames() throws {
+        let setup = AudioSetupInformation(audioType: "zaac", setupData: [0x12, 0x10])
+        let tag = PackedAudio.id3Tag(timestamp: (1 << 33) + 0x1_0203_0405, setup: setup)
+        #expect(Array(tag[0..<6]) == Array("ID3".utf8) + [4, 0, 0])
+        let owner = Array("com.apple.streaming.transportStreamTimestamp".utf8)
+        let stampFrame =
+            Array("PRIV".utf8) + [0, 0, 0, UInt8(owner.count + 9), 0, 0] + owner + [0]
+            + [0, 0, 0, 1, 0x02, 0x03, 0x04, 0x05]
+        #expect(Array(tag[10..<(10 + stampFrame.count)]) == stampFrame)
+        let parsed = try PackedAudio.parseTag(tag + [0xFF, 0xF1])
+        #expect(parsed.length == tag.count)
+        #expect(parsed.privateFrames[PackedAudio.timestampOwner] == [0, 0, 0, 1, 2, 3, 4, 5])
+        #expect(try AudioSetupInformation(bytes: parsed.privateFrames[PackedAudio.audioDescriptionOwner]!) == setup)
+    }
+
+    @Test func refusesSegmentsWithoutAValidTag() {
+        #expect(throws: FormatError.self) { try PackedAudio.parseTag([0xFF, 0xF1, 0x50, 0x80]) }
+        #expect(throws: FormatError.self) { try PackedAudio.parseTag(Array("ID3".utf8) + [4, 0, 0, 0, 0, 1, 0]) }
+    }
+}
