@@ -2,7 +2,8 @@
 public struct PackagingWork: Sendable, Equatable {
     /// The input media file (absolute path, inside the gateway's input root).
     public let input: String
-    /// An empty directory to write the HLS output into; the gateway renames it into place afterwards.
+    /// Where the HLS output goes. It does not exist yet; the engine must build it beside itself and
+    /// rename it into place only when complete, leaving nothing there when it fails or is cancelled.
     public let outputDirectory: String
     /// The 16-byte content key.
     public let key: [UInt8]

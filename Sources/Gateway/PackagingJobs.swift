@@ -6,11 +6,12 @@ import Synchronization
 /// Packaging jobs: a persistent queue in the store and a bounded pool of worker threads that run the
 /// packager in-process.
 ///
-/// A job's output is written to `assets/.{job}-{attempt}.partial` and renamed to
-/// `assets/{job}-{attempt}` only when complete; the asset record is switched to it afterwards, so an
-/// interrupted job never leaves a half-written directory where a finished one is expected. On start,
-/// jobs a dead process left `running` are requeued (or failed after `maxAttempts`), and directories no
-/// asset refers to are removed. The job's content key is stored, wrapped, before packaging starts.
+/// A job's output goes to `assets/{job}-{attempt}`, which the engine builds beside itself (as
+/// `assets/.{job}-{attempt}…`) and renames into place only when complete; the asset record is switched
+/// to it afterwards, so an interrupted job never leaves a half-written directory where a finished one
+/// is expected. On start, jobs a dead process left `running` are requeued (or failed after
+/// `maxAttempts`), and directories no asset refers to, finished or partial, are removed. The job's
+/// content key is stored, wrapped, before packaging starts.
 public final class PackagingJobs: Sendable {
     private let store: Store
     private let catalog: AssetCatalog
@@ -197,32 +198,29 @@ public final class PackagingJobs: Sendable {
     private func run(_ job: JobRecord) {
         let id = job.id
         let attemptDirectory = "\(assetsDirectory)/\(id)-\(job.attempts)"
-        let partial = "\(assetsDirectory)/.\(id)-\(job.attempts).partial"
         live.withLock { $0.progress[id] = 0 }
         defer { live.withLock { _ = $0.progress.removeValue(forKey: id) } }
         do {
             let input = try resolveInput(job.input)
             let kid = job.kid ?? Identifier.randomHex(16)
             let key = try contentKey(kid: kid, asset: job.assetID)
-            try? FileManager.default.removeItem(atPath: partial)
+            try FileManager.default.createDirectory(atPath: assetsDirectory, withIntermediateDirectories: true)
             try? FileManager.default.removeItem(atPath: attemptDirectory)
-            try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
             let work = PackagingWork(
-                input: input, outputDirectory: partial, key: key, kid: kid,
+                input: input, outputDirectory: attemptDirectory, key: key, kid: kid,
                 keyURI: "\(configuration.keyPathPrefix)\(kid)")
             try engine?.package(work, progress: progressReporter(id), isCancelled: cancellationCheck(id))
-            try FileManager.default.moveItem(atPath: partial, toPath: attemptDirectory)
             try publish(job, directory: attemptDirectory)
             _ = try store.finishJob(id, state: .succeeded, output: attemptDirectory, at: clock.now())
             log("jobs: \(id) packaged \(job.input) as \(job.assetID)")
         } catch let failure as PackagingFailure where failure.cancelled {
-            try? FileManager.default.removeItem(atPath: partial)
+            try? FileManager.default.removeItem(atPath: attemptDirectory)
             if live.withLock({ $0.shuttingDown && !$0.cancelled.contains(id) }) {
                 _ = try? store.requeueJob(id, at: clock.now())
                 log("jobs: \(id) interrupted by shutdown; requeued")
             }
         } catch {
-            try? FileManager.default.removeItem(atPath: partial)
+            try? FileManager.default.removeItem(atPath: attemptDirectory)
             let message = (error as? GatewayError)?.detail ?? "\(error)"
             _ = try? store.finishJob(id, state: .failed, error: message, at: clock.now())
             log("jobs: \(id) failed: \(message)")

@@ -75,7 +75,7 @@ enum ServeCommand {
                     dataDirectory: configuration.dataDirectory, inputRoot: configuration.inputRoot,
                     importRoots: configuration.importRoots, sessionTTL: configuration.sessionTTL,
                     captureLease: configuration.captureLease, jobWorkers: configuration.jobWorkers),
-                store: store, kek: kek, engine: PackagingSupport.engine, log: log)
+                store: store, kek: kek, engine: PackagerEngine(), log: log)
             try gateway.start()
         } catch {
             throw CLIError(.failure, "cannot start the gateway: \(error)")
@@ -92,7 +92,6 @@ enum ServeCommand {
         // Written straight to the descriptor (not buffered) so a supervisor or test sees it at once.
         FileHandle.standardOutput.write(
             Data("guard-play serve: listening on http://\(urlHost(configuration.host)):\(server.port)\n".utf8))
-        if !gateway.jobs.isAvailable { log("packaging jobs are unavailable: this build has no packager") }
 
         var received: Int32 = 0
         sigwait(&signals, &received)

@@ -20,7 +20,8 @@ import Testing
         let (session, token) = try server.session("clip", token: admin)
         try Data("x".utf8).write(to: URL(fileURLWithPath: server.inputRoot + "/clip.mp4"))
 
-        // Real identifiers, so generated requests reach past the 404s into the handlers.
+        // Real identifiers, so generated requests reach past the 404s into the handlers. One worker:
+        // hypothesis on Debian's Python 3.11 can trip over its own AST parsing from two threads.
         let config = server.directory.path("schemathesis.toml")
         try """
         [parameters]
@@ -36,6 +37,11 @@ import Testing
         include-path-regex = "^/v1/assets/"
         parameters = { id = "clip" }
 
+        # An event stream stays open: read its first event, then move on.
+        [[operations]]
+        include-path-regex = "/events$"
+        max-stream-events = 1
+
         """.write(toFile: config, atomically: true, encoding: .utf8)
         let result = try run(
             Self.schemathesis,
@@ -43,7 +49,7 @@ import Testing
                 "--config-file", config, "run", "http://127.0.0.1:\(server.port)/v1/openapi.json", "--header",
                 "Authorization: Bearer \(admin)", "--checks",
                 "not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance",
-                "--phases", "examples,coverage,fuzzing", "--max-examples", "25", "--seed", "20261129", "--workers", "2",
+                "--phases", "examples,coverage,fuzzing", "--max-examples", "25", "--seed", "20261129", "--workers", "1",
                 "--request-timeout", "10", "--no-color", "--warnings", "off",
             ], timeout: 600)
         #expect(result.status == 0, "\(result.stdout.suffix(6000))\n\(result.stderr.suffix(2000))")

@@ -4,8 +4,9 @@ import Store
 import Synchronization
 import Testing
 
-/// A packager stand-in: writes a tiny HLS tree naming the key URI it was given, optionally holding
-/// until released (watching for cancellation meanwhile) or failing.
+/// A packager stand-in: writes a tiny HLS tree naming the key URI it was given beside the output and
+/// renames it into place (as the packager does), optionally holding until released (watching for
+/// cancellation meanwhile) or failing.
 final class FakeEngine: PackagingEngine {
     struct State {
         var calls: [PackagingWork] = []
@@ -32,12 +33,15 @@ final class FakeEngine: PackagingEngine {
                 "#EXTM3U\n#EXT-X-KEY:METHOD=SAMPLE-AES,URI=\"\(work.keyURI)\"\n#EXTINF:6,\nseg0.ts\n#EXT-X-ENDLIST\n",
             "seg0.ts": "segment",
         ]
+        let building = work.outputDirectory + ".building"
+        guard (try? FileManager.default.createDirectory(atPath: building, withIntermediateDirectories: false)) != nil
+        else { throw PackagingFailure("could not create \(building)") }
         for (name, text) in files {
-            guard (try? Data(text.utf8).write(to: URL(fileURLWithPath: work.outputDirectory + "/" + name))) != nil
-            else {
+            guard (try? Data(text.utf8).write(to: URL(fileURLWithPath: building + "/" + name))) != nil else {
                 throw PackagingFailure("could not write \(name)")
             }
         }
+        guard rename(building, work.outputDirectory) == 0 else { throw PackagingFailure("could not rename") }
         progress(1)
     }
 
@@ -77,7 +81,7 @@ func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
 
         let asset = try #require(fixture.gateway.asset("movie"))
         #expect(asset.denyKeysWhileCapturing && asset.kids == [job.kid!] && asset.master == "master.m3u8")
-        #expect(done.output.map { !$0.contains(".partial") && FileManager.default.fileExists(atPath: $0) } == true)
+        #expect(done.output.map { $0.hasSuffix("/\(job.id)-1") && FileManager.default.fileExists(atPath: $0) } == true)
         let (session, token) = try fixture.gateway.createSession(asset: "movie", ttl: nil)
         _ = try fixture.gateway.reportCapture(session: session.id, capturing: false, seq: 1, observedAt: Date())
         guard case .success(let key) = fixture.gateway.deliverKey(kid: job.kid!, token: token, remote: "") else {
@@ -135,7 +139,7 @@ func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
         let (job, _) = try fixture.gateway.jobs.submit(
             input: "media/clip.mp4", asset: "movie", denyKeysWhileCapturing: false, idempotencyKey: nil)
         _ = try fixture.store.claimNextJob(at: Date())
-        try fixture.scratch.write("data/assets/.\(job.id)-1.partial/seg0.ts", "half")
+        try fixture.scratch.write("data/assets/.\(job.id)-1.guard-play-99-x.partial/seg0.ts", "half")
         try fixture.gateway.start()
         defer { fixture.gateway.stop() }
         #expect(try eventually { try fixture.gateway.jobs.job(job.id)?.state == .succeeded })

@@ -1,0 +1,38 @@
+import Crypto
+import Packager
+
+/// The SAMPLE-AES packager (`PackagingJob`) run in process by packaging jobs: MPEG-TS segments, the
+/// job's own key and key ID, no key file (the key lives wrapped in the store), and key URIs that name
+/// the gateway's key endpoint. The packager builds the output beside its target and renames it into
+/// place, and removes what it wrote when it fails or is cancelled.
+public struct PackagerEngine: PackagingEngine {
+    /// The packager with its defaults (6-second segments).
+    public init() {}
+
+    public func package(
+        _ work: PackagingWork, progress: @escaping @Sendable (Double) -> Void,
+        isCancelled: @escaping @Sendable () -> Bool
+    ) throws(PackagingFailure) {
+        guard let keyID = [UInt8](hex: work.kid), keyID.count == 16 else {
+            throw PackagingFailure("the key ID \(work.kid) is not 32 hex digits")
+        }
+        var options = PackagingOptions(input: work.input, output: work.outputDirectory)
+        options.key = work.key
+        options.keyID = keyID
+        options.keyFile = nil
+        options.keyURITemplate = work.keyURI
+        options.encryption = .sampleAES
+        let cancellation = PackagingCancellation()
+        if isCancelled() { throw PackagingFailure("packaging was cancelled", cancelled: true) }
+        do {
+            // Progress comes every half percent of the input, so cancellation is noticed as quickly.
+            _ = try PackagingJob(options: options).run(
+                progress: { report in
+                    progress(report.fraction)
+                    if isCancelled() { cancellation.cancel() }
+                }, cancellation: cancellation)
+        } catch {
+            throw PackagingFailure(error.message, cancelled: error.kind == .cancelled)
+        }
+    }
+}
