@@ -43,10 +43,12 @@ import Testing
         max-stream-events = 1
 
         """.write(toFile: config, atomically: true, encoding: .utf8)
+        // Run inside the test's directory: schemathesis keeps a cache in its working directory.
         let result = try run(
-            Self.schemathesis,
+            "/usr/bin/env",
             [
-                "--config-file", config, "run", "http://127.0.0.1:\(server.port)/v1/openapi.json", "--header",
+                "-C", server.directory.url.path, Self.schemathesis, "--config-file", config, "run",
+                "http://127.0.0.1:\(server.port)/v1/openapi.json", "--header",
                 "Authorization: Bearer \(admin)", "--checks",
                 "not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance",
                 "--phases", "examples,coverage,fuzzing", "--max-examples", "25", "--seed", "20261129", "--workers", "1",
