@@ -25,6 +25,9 @@ let package = Package(
 
         // Domain cores: no sockets, devices or clocks of their own.
         .target(name: "CaptureMonitor", swiftSettings: strict),
+        // Linux capture detectors (process scan, PipeWire, session type, screenshot folders), each a
+        // live source for the monitor.
+        .target(name: "CaptureDetectors", dependencies: ["CaptureMonitor"], swiftSettings: strict),
         .target(name: "Protection", swiftSettings: strict),
         .target(name: "Packager", dependencies: ["MediaCore", "Crypto"], swiftSettings: strict),
         .target(
@@ -41,12 +44,15 @@ let package = Package(
 
         .executableTarget(
             name: "GuardPlayCLI",
-            dependencies: ["ControlAPI", "Gateway", "Player", "Packager", "CaptureMonitor", "MediaCore"],
+            dependencies: [
+                "ControlAPI", "Gateway", "Player", "Packager", "CaptureMonitor", "CaptureDetectors", "MediaCore",
+            ],
             swiftSettings: strict),
 
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "CaptureMonitorTests", dependencies: ["CaptureMonitor"]),
+        .testTarget(name: "CaptureDetectorsTests", dependencies: ["CaptureDetectors", "CaptureMonitor"]),
         .testTarget(name: "ProtectionTests", dependencies: ["Protection"]),
         .testTarget(name: "PlayerTests", dependencies: ["Player", "MediaCore", "CaptureMonitor"]),
         .testTarget(name: "PackagerTests", dependencies: ["Packager", "MediaCore", "Crypto"]),
