@@ -1,0 +1,94 @@
+import Synchronization
+
+/// A client that reports its capture state over the network (the gateway's `PUT capture-state` with a
+/// sequence number and a lease). Stale or repeated sequence numbers are ignored; a client that stops
+/// reporting lets its lease lapse, which makes the state `unknown`.
+public final class RemoteCaptureSource: LiveCaptureSource {
+    /// What became of a received report.
+    public enum Outcome: Sendable, Equatable {
+        /// Applied.
+        case accepted
+        /// Ignored: its sequence number is not newer than the last applied one.
+        case stale(lastSequence: UInt64)
+        /// Ignored: the source is not attached to a monitor.
+        case detached
+    }
+
+    private struct State {
+        var reporter: CaptureReporter?
+        var lastSequence: UInt64?
+    }
+
+    private let state = Mutex(State())
+    public let name: String
+
+    /// Creates a source named `remote:<client>`.
+    public init(client: String) {
+        name = "remote:\(client)"
+    }
+
+    public func start(_ reporter: CaptureReporter) {
+        state.withLock { $0.reporter = reporter }
+    }
+
+    public func stop() {
+        state.withLock { $0.reporter = nil }
+    }
+
+    /// Applies a client's report if `sequence` is newer than the last one; `lease` is in seconds.
+    public func receive(
+        _ captureState: CaptureState, sequence: UInt64, lease: Double, reason: String = "remote report",
+        pid: Int32? = nil, app: String? = nil, confidence: Double = 1
+    ) -> Outcome {
+        let decision: (CaptureReporter?, Outcome) = state.withLock { state in
+            guard let reporter = state.reporter else { return (nil, .detached) }
+            if let last = state.lastSequence, sequence <= last { return (nil, .stale(lastSequence: last)) }
+            state.lastSequence = sequence
+            return (reporter, .accepted)
+        }
+        decision.0?.report(captureState, reason: reason, pid: pid, app: app, confidence: confidence, lease: lease)
+        return decision.1
+    }
+}
+
+/// A switch the user flips (the `r` key): while on, it reports `capturing`; while off, it reports nothing.
+public final class ManualCaptureSource: LiveCaptureSource {
+    private struct State {
+        var reporter: CaptureReporter?
+        var on = false
+    }
+
+    private let state = Mutex(State())
+    public let name: String
+
+    /// Creates a switch named `name`, initially off.
+    public init(name: String = "manual") {
+        self.name = name
+    }
+
+    public func start(_ reporter: CaptureReporter) {
+        state.withLock { $0.reporter = reporter }
+    }
+
+    public func stop() {
+        state.withLock { $0.reporter = nil }
+    }
+
+    /// True while the switch is on.
+    public var isOn: Bool { state.withLock { $0.on } }
+
+    /// Flips the switch and reports the new position; returns it.
+    @discardableResult
+    public func toggle() -> Bool {
+        let (reporter, on) = state.withLock { state in
+            state.on.toggle()
+            return (state.reporter, state.on)
+        }
+        if on {
+            reporter?.report(.capturing, reason: "recording toggled on by the user")
+        } else {
+            reporter?.withdraw()
+        }
+        return on
+    }
+}

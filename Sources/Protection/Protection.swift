@@ -1,2 +1,0 @@
-/// Protection: see docs/ARCHITECTURE.md.
-public enum ProtectionModule {}
