@@ -12,6 +12,8 @@ packages=(
     # Test and benchmark peers: a real X display, a sound server, nginx, load generators
     xvfb x11-utils x11-apps imagemagick pulseaudio pulseaudio-utils nginx wrk hyperfine curl
     python3-venv
+    # A private PipeWire with WirePlumber for the detector tests, and tools that act as real recorders
+    pipewire pipewire-bin wireplumber dbus gstreamer1.0-pipewire gstreamer1.0-tools gstreamer1.0-plugins-base
 )
 
 missing=()

@@ -216,3 +216,10 @@ public struct PipeWireCaptureRules: Sendable {
         return false
     }
 }
+
+extension PipeWireCaptureRules {
+    /// The default rules, ignoring GuardPlay's own process.
+    public static var ignoringThisProcess: PipeWireCaptureRules {
+        PipeWireCaptureRules(ignoredPIDs: [getpid()])
+    }
+}

@@ -10,7 +10,8 @@ public struct ProcessTable: Sendable {
         self.root = root
     }
 
-    /// Every process whose `comm` could be read; processes that exit mid-scan are skipped.
+    /// Every process whose `comm` and command line could be read. Processes that exit mid-scan are
+    /// skipped, and so are kernel threads and zombies, whose command line is empty.
     public func snapshot() -> [ProcessSnapshot] {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: root) else { return [] }
         var result: [ProcessSnapshot] = []
@@ -20,7 +21,7 @@ public struct ProcessTable: Sendable {
             let directory = root + "/" + entry
             guard let comm = Self.read(directory + "/comm") else { continue }
             let name = String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .newlines)
-            let cmdline = Self.read(directory + "/cmdline") ?? []
+            guard let cmdline = Self.read(directory + "/cmdline"), !cmdline.isEmpty else { continue }
             let arguments = cmdline.split(separator: 0, omittingEmptySubsequences: false).map {
                 String(decoding: $0, as: UTF8.self)
             }
