@@ -57,6 +57,13 @@ public final class CaptureMonitor: Sendable {
         }
     }
 
+    /// Re-evaluates at the current media time and wall clock, so a lapsed wall-clock lease is announced
+    /// even while media time stands still (paused, or between frames).
+    @discardableResult
+    public func tick() -> CaptureEvent {
+        apply { inner, wall in .advance(to: CaptureTime(media: inner.media, wall: wall)) }
+    }
+
     /// Jumps media time to `media` (seek or loop) and announces a change if there is one.
     @discardableResult
     public func seek(toMedia media: Double) -> CaptureEvent {
@@ -106,6 +113,9 @@ public final class CaptureMonitor: Sendable {
         previous?.stop()
         source.start(CaptureReporter(source: source.name, monitor: self))
     }
+
+    /// The names of the attached live sources.
+    public var liveSourceNames: [String] { inner.withLock { Array($0.sources.keys) } }
 
     /// Stops a live source and forgets its report.
     public func detach(source name: String) {

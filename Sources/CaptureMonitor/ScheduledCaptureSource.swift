@@ -149,12 +149,13 @@ public struct ScheduleError: Error, Sendable, Equatable, CustomStringConvertible
 }
 
 /// A simulated detector that reports `clear` with a short lease, renews it every `period` seconds of media
-/// time, and stops renewing at `stallAt`, as a crashed detector or a silent remote client would.
+/// time, and stops renewing after `stallAt`, as a crashed detector or a silent remote client would.
 ///
-/// This is `--simulate-stall=T`: the state turns `unknown` at `T + lease` (the last renewal's lease lapses),
-/// which exercises the monitor's fail-closed path deterministically in media time.
+/// This is `--simulate-stall=T`: the last renewal is at the last multiple of `period` at or before T, and
+/// the state turns `unknown` when its lease lapses (`T + lease` when T is a multiple of `period`), which
+/// exercises the monitor's fail-closed path deterministically in media time.
 public struct StalledHeartbeat: ScheduledCaptureSource, Hashable {
-    /// Media time of the last renewal's cut-off: no renewal happens at or after it.
+    /// Media time after which no renewal happens.
     public let stallAt: Double
     /// How long a renewal is believed.
     public let lease: Double
@@ -178,10 +179,10 @@ public struct StalledHeartbeat: ScheduledCaptureSource, Hashable {
     }
 
     /// The media time of the last renewal at or before `time`, or nil before the first.
-    /// The source reports at 0 and then renews at every multiple of `period` before `stallAt`.
+    /// The source reports at 0 and then renews at every multiple of `period` up to `stallAt`.
     func lastRenewal(atOrBefore time: Double) -> Double {
         guard time > 0, stallAt > 0 else { return 0 }
-        return (min(time, stallAt.nextDown) / period).rounded(.down) * period
+        return (min(time, stallAt) / period).rounded(.down) * period
     }
 
     public func report(at time: Double) -> CaptureReport {
@@ -193,7 +194,7 @@ public struct StalledHeartbeat: ScheduledCaptureSource, Hashable {
     public func nextChange(after time: Double) -> Double? {
         let renewal = ((max(time, 0) / period).rounded(.down) + 1) * period
         let deadline = lastRenewal(atOrBefore: time) + lease
-        let candidates = [renewal < stallAt ? renewal : nil, deadline > time ? deadline : nil].compactMap { $0 }
+        let candidates = [renewal <= stallAt ? renewal : nil, deadline > time ? deadline : nil].compactMap { $0 }
         return candidates.min()
     }
 }

@@ -1,8 +1,152 @@
-/// `guard-play play`: not built yet; its issue is open.
+import CaptureMonitor
+import Foundation
+import MediaCore
+import Player
+import Protection
+
+/// `guard-play FILE [options]`: plays a file with capture protection.
 enum PlayCommand {
-    static let help = "guard-play play: not available yet"
+    static let help = """
+        guard-play FILE [options]
+          Plays FILE, muting audio and masking video while a screen capture is active or its state is unknown.
+
+          --simulate-recording[=SPEC]  simulated screen recording: bare = the whole playback; 'A-B,C-' =
+                                       intervals in media seconds; 'every:N' = clear N s, recording N s, ...
+          --simulate-stall=T           a simulated detector that reports 'clear' with a 1 s lease, renewed
+                                       every 0.5 s up to T s of media time (unknown from T+1 s)
+          --on-unknown protect|allow   what an unknown capture state does (default protect)
+          --mask black|pixelate|image:PATH   how masked video looks (default black)
+          --output FILE|null           write what a capture would record (.wav .flac .m4a .mkv .mp4 .mov),
+                                       or decode and drop (null); default: the sound card
+          --realtime | --fast          pacing (default realtime, fast when --output is given)
+          --start S  --length S        play from S seconds, for S seconds
+          --volume V                   linear gain, 0 to 4 (default 1)
+          --mute                       start muted
+          --no-audio | --no-video      ignore that stream
+          --loop N                     play N times (0 = forever)
+          --status line|json|none      status display (default: a live line on a terminal)
+          --threads N                  video decoder threads (default: automatic)
+          Keys on a terminal: space pause, ←/→ seek 5 s, m mute, r toggle simulated recording, q quit.
+        """
+
+    static let options: [Arguments.Option] = [
+        .init("simulate-recording", .optionalValue), .init("simulate-stall"), .init("on-unknown"), .init("mask"),
+        .init("output"), .init("realtime", .flag), .init("fast", .flag), .init("start"), .init("length"),
+        .init("volume"), .init("mute", .flag), .init("no-audio", .flag), .init("no-video", .flag), .init("loop"),
+        .init("status"), .init("threads"),
+    ]
+
+    /// What the command line asked for, checked.
+    struct Request {
+        var player: PlayerOptions
+        var scheduled: [any ScheduledCaptureSource]
+        var policy: UnknownPolicy
+        var status: StatusMode
+    }
 
     static func run(_ arguments: [String]) throws(CLIError) -> ExitCode {
-        throw CLIError(.failure, "play is not available yet")
+        let request = try parse(arguments)
+        MediaLog.setLevel(.quiet)
+        let monitor = CaptureMonitor(policy: request.policy, scheduled: request.scheduled)
+        let player: Player
+        do {
+            player = try Player(options: request.player, monitor: monitor)
+        } catch {
+            throw CLIError(exitCode(for: error.kind), error.message)
+        }
+        let session = PlaySession(player: player, status: request.status)
+        return session.run()
     }
+
+    static func parse(_ arguments: [String]) throws(CLIError) -> Request {
+        let parsed = try Arguments(arguments, options: options)
+        guard let path = parsed.positionals.first else { throw CLIError(.usage, "no input file\n\(GuardPlay.usage)") }
+        guard parsed.positionals.count == 1 else {
+            throw CLIError(.usage, "unexpected argument '\(parsed.positionals[1])': play takes one file")
+        }
+        var player = PlayerOptions(path: path)
+        var scheduled: [any ScheduledCaptureSource] = []
+        if let spec = parsed.value("simulate-recording") {
+            do { scheduled.append(try SimulatedSchedule(parsing: spec)) } catch {
+                throw CLIError(.badValue, "--simulate-recording: \(error)")
+            }
+        }
+        if let spec = parsed.value("simulate-stall") {
+            do { scheduled.append(try StalledHeartbeat(parsing: spec)) } catch {
+                throw CLIError(.badValue, "--simulate-stall: \(error)")
+            }
+        }
+        let policy = try parsed.parsed("on-unknown", as: "protect or allow") { UnknownPolicy(rawValue: $0) } ?? .protect
+        player.mask =
+            try parsed.parsed("mask", as: "black, pixelate or image:PATH") { MaskStyle(parsing: $0) } ?? .black
+        if parsed.has("realtime") && parsed.has("fast") {
+            throw CLIError(.usage, "--realtime and --fast cannot be used together")
+        }
+        if parsed.has("no-audio") && parsed.has("no-video") {
+            throw CLIError(.usage, "--no-audio and --no-video together leave nothing to play")
+        }
+        if let output = parsed.value("output") {
+            guard !output.isEmpty else { throw CLIError(.badValue, "--output needs a file name or 'null'") }
+            player.output = output == "null" ? .null : .file(path: output)
+            player.pacing = .fast
+        }
+        if parsed.has("realtime") { player.pacing = .realtime }
+        if parsed.has("fast") { player.pacing = .fast }
+        if player.pacing == .fast, case .device = player.output { player.output = .null }
+        player.start = try parsed.parsed("start", as: "seconds, at least 0") { seconds($0) } ?? 0
+        player.length = try parsed.parsed("length", as: "seconds, more than 0") {
+            seconds($0).flatMap { $0 > 0 ? $0 : nil }
+        }
+        player.volume =
+            try parsed.parsed("volume", as: "a gain from 0 to 4") { text in
+                Double(text).flatMap { $0 >= 0 && $0 <= 4 ? $0 : nil }
+            } ?? 1
+        player.loops =
+            try parsed.parsed("loop", as: "a count, 0 for forever") { Int($0).flatMap { $0 >= 0 ? $0 : nil } } ?? 1
+        player.decoderThreads =
+            try parsed.parsed("threads", as: "a count from 0 to 64") {
+                Int($0).flatMap { (0...64).contains($0) ? $0 : nil }
+            }
+            ?? 0
+        player.muted = parsed.has("mute")
+        player.audioEnabled = !parsed.has("no-audio")
+        player.videoEnabled = !parsed.has("no-video")
+        let status =
+            try parsed.parsed("status", as: "line, json or none") { StatusMode(rawValue: $0) }
+            ?? (isatty(STDERR_FILENO) == 1 ? .line : .log)
+        return Request(player: player, scheduled: scheduled, policy: policy, status: status)
+    }
+
+    private static func seconds(_ text: String) -> Double? {
+        guard let value = Double(text), value.isFinite, value >= 0 else { return nil }
+        return value
+    }
+
+    /// The exit code for each kind of player failure; the table is in the README.
+    static func exitCode(for kind: PlayerError.Kind) -> ExitCode {
+        switch kind {
+        case .inputMissing: .inputMissing
+        case .inputEmpty: .inputEmpty
+        case .inputNotMedia: .inputNotMedia
+        case .inputUnrecognised: .inputUnrecognised
+        case .inputTruncated: .inputTruncated
+        case .inputNoStreams: .inputNoStreams
+        case .inputUnsupported: .inputUnsupported
+        case .maskImage: .badValue
+        case .output: .outputFailed
+        case .device, .other: .failure
+        }
+    }
+}
+
+/// How playback is shown.
+enum StatusMode: String {
+    /// A line updated in place on a terminal.
+    case line
+    /// JSON lines on standard output.
+    case json
+    /// Nothing but errors.
+    case none
+    /// A plain line per change on standard error (the default when standard error is not a terminal).
+    case log
 }

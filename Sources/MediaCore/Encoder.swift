@@ -22,6 +22,9 @@ public struct EncoderSettings: Sendable {
     public var options: [String: String] = [:]
     /// Distance between key frames, or 0 for the codec's default.
     public var gopSize = 0
+    /// The time base of the frames it takes; nil means 1/sample rate for audio and 1/frame rate for video.
+    /// Video with a stream's own time base keeps variable frame rates exact.
+    public var timeBase: Rational?
 
     /// Creates settings for `codecName`.
     public init(codecName: String, media: Media) {
@@ -65,7 +68,7 @@ public final class Encoder {
             context.pointee.height = Int32(height)
             context.pointee.pix_fmt = format?.raw ?? codec.pointee.pix_fmts?.pointee ?? AV_PIX_FMT_YUV420P
             let rate = frameRate.numerator > 0 && frameRate.denominator > 0 ? frameRate : Rational(25, 1)
-            context.pointee.time_base = AVRational(num: rate.denominator, den: rate.numerator)
+            context.pointee.time_base = settings.timeBase?.av ?? AVRational(num: rate.denominator, den: rate.numerator)
             context.pointee.framerate = rate.av
             context.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
             if settings.gopSize > 0 { context.pointee.gop_size = Int32(settings.gopSize) }
@@ -103,6 +106,12 @@ public final class Encoder {
     /// The pixel format the encoder takes.
     public var pixelFormat: PixelFormat { PixelFormat(context.pointee.pix_fmt) }
 
+    /// The picture width the encoder takes, 0 for audio.
+    public var width: Int { Int(context.pointee.width) }
+
+    /// The picture height the encoder takes, 0 for audio.
+    public var height: Int { Int(context.pointee.height) }
+
     /// The codec's extradata after opening (such as the AudioSpecificConfig of AAC).
     public var extradata: [UInt8] {
         guard let data = context.pointee.extradata, context.pointee.extradata_size > 0 else { return [] }
@@ -118,6 +127,7 @@ public final class Encoder {
         if fixedFrameSize > 0, let fifo {
             try encodeThroughFIFO(frame, fifo, emit)
         } else {
+            if isVideo, let frame { frame.pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE }
             try sendAndDrain(frame?.pointer, emit)
         }
     }
@@ -162,6 +172,10 @@ public final class Encoder {
         }
         if frame == nil { try sendAndDrain(nil, emit) }
     }
+
+    /// True for video encoders; their input frames get their picture type cleared, so an encoder does
+    /// not copy a decoder's frame types.
+    private var isVideo: Bool { context.pointee.codec_type == AVMEDIA_TYPE_VIDEO }
 
     private func sendAndDrain(_ frame: UnsafeMutablePointer<AVFrame>?, _ emit: (Packet) throws -> Void) throws {
         let status = avcodec_send_frame(context, frame)

@@ -90,6 +90,51 @@ public final class InputContext {
             "avformat_seek_file(\(path), \(seconds)s)")
     }
 
+    /// True when the underlying file has been read to its end (`avio_feof`), which tells a truncated
+    /// file (an error at the end of the data) from damage in the middle.
+    public var isAtEndOfFile: Bool {
+        guard let io = context.pointee.pb else { return false }
+        return avio_feof(io) != 0
+    }
+
+    /// The size of the input file in bytes (`avio_size`), or nil when unknown.
+    public var fileSize: Int64? {
+        guard let io = context.pointee.pb else { return nil }
+        let size = avio_size(io)
+        return size < 0 ? nil : size
+    }
+
+    /// Tells the demuxer to skip every stream not in `indices` (`AVStream.discard = AVDISCARD_ALL`), so
+    /// `read(into:)` returns packets only of streams someone decodes.
+    public func discardStreams(except indices: Set<Int>) {
+        for index in 0..<Int(context.pointee.nb_streams) {
+            guard let stream = context.pointee.streams[index] else { continue }
+            stream.pointee.discard = indices.contains(index) ? AVDISCARD_DEFAULT : AVDISCARD_ALL
+        }
+    }
+
+    /// Recognises a container from the first bytes of `path` alone, ignoring its name
+    /// (`av_probe_input_format3`); returns FFmpeg's format name and probe score (0–100), or nil when no
+    /// format claims the content.
+    public static func probeContent(path: String, bytes: Int = 1 << 16) -> (formatName: String, score: Int)? {
+        guard let file = fopen(path, "rb") else { return nil }
+        defer { fclose(file) }
+        let padding = Int(AVPROBE_PADDING_SIZE)
+        var buffer = [UInt8](repeating: 0, count: bytes + padding)
+        let count = buffer.withUnsafeMutableBytes { fread($0.baseAddress, 1, bytes, file) }
+        guard count > 0 else { return nil }
+        var score: Int32 = 0
+        let format = buffer.withUnsafeMutableBufferPointer { pointer -> UnsafePointer<AVInputFormat>? in
+            var probe = AVProbeData()
+            probe.buf = pointer.baseAddress
+            probe.buf_size = Int32(count)
+            probe.filename = nil
+            return av_probe_input_format3(&probe, 1, &score)
+        }
+        guard let format else { return nil }
+        return (String(cString: format.pointee.name), Int(score))
+    }
+
     /// Opens a decoder for stream `index` from its codec parameters.
     public func makeDecoder(streamIndex index: Int, threads: Int = 0) throws(MediaError) -> Decoder {
         guard index >= 0, index < Int(context.pointee.nb_streams), let stream = context.pointee.streams[index] else {

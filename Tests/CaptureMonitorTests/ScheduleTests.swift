@@ -62,11 +62,13 @@ import Testing
         let heartbeat = StalledHeartbeat(stallAt: 3, lease: 1, period: 0.5)
         #expect(heartbeat.report(at: 0.2).lease == .media(1))
         #expect(heartbeat.report(at: 2.7).lease == .media(3.5))
-        // The last renewal is at 2.5, so nothing renews after the stall and the lease ends at 3.5.
-        #expect(heartbeat.report(at: 3.2).lease == .media(3.5))
-        #expect(heartbeat.report(at: 9).lease == .media(3.5))
-        #expect(heartbeat.nextChange(after: 2.9) == 3.5)
-        #expect(heartbeat.nextChange(after: 3.5) == nil)
+        // The last renewal is at 3, so nothing renews after the stall and the lease ends at 4.
+        #expect(heartbeat.report(at: 3.2).lease == .media(4))
+        #expect(heartbeat.report(at: 9).lease == .media(4))
+        #expect(heartbeat.nextChange(after: 2.9) == 3)
+        #expect(heartbeat.nextChange(after: 3) == 4)
+        #expect(heartbeat.nextChange(after: 4) == nil)
+        #expect(StalledHeartbeat(stallAt: 3.2).report(at: 5).lease == .media(4))
         #expect(throws: ScheduleError.self) { try StalledHeartbeat(parsing: "soon") }
         #expect(throws: ScheduleError.self) { try StalledHeartbeat(parsing: "-1") }
     }

@@ -75,7 +75,7 @@ private func at(_ media: Double, wall: Double = 0) -> CaptureTime { CaptureTime(
             time = machine.nextChange(afterMedia: time) ?? 8
         }
         #expect(events.map(\.state) == [.clear, .unknown])
-        #expect(events.last?.since.media == 4.5)
+        #expect(events.last?.since.media == 5)
         #expect(events.last?.source == "heartbeat")
     }
 

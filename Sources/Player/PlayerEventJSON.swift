@@ -1,0 +1,110 @@
+import CaptureMonitor
+import Foundation
+
+extension PlayerEvent {
+    /// The event as one line of JSON (no trailing newline), as `--status json` prints it and an event
+    /// stream can send it. `time` is media seconds; `wall` is Unix time when the line was made.
+    public var jsonLine: String {
+        var fields: [(String, JSONValue)]
+        switch self {
+        case .started(let status):
+            fields = [("event", .string("start"))] + status.jsonFields
+        case .capture(let event, let protecting):
+            fields = [
+                ("event", .string("state")), ("state", .string(event.state.rawValue)),
+                ("source", .string(event.source)), ("reason", .string(event.reason)),
+                ("pid", event.pid.map { .number(Double($0)) } ?? .null),
+                ("app", event.app.map(JSONValue.string) ?? .null),
+                ("confidence", .number(event.confidence)), ("time", .number(event.since.media)),
+                ("protecting", .bool(protecting)),
+            ]
+        case .paused(let paused, let status):
+            fields = [("event", .string(paused ? "pause" : "resume")), ("time", .number(status.position))]
+        case .muted(let muted, let status):
+            fields = [("event", .string(muted ? "mute" : "unmute")), ("time", .number(status.position))]
+        case .seeked(let status):
+            fields = [("event", .string("seek")), ("time", .number(status.position))]
+        case .warning(let message):
+            fields = [("event", .string("warning")), ("message", .string(message))]
+        case .finished(let summary):
+            fields = [
+                ("event", .string("end")), ("reason", .string(summary.reason)), ("time", .number(summary.position)),
+                ("state_changes", .number(Double(summary.stateChanges))),
+                ("audio_frames", .number(Double(summary.audioFrames))),
+                ("audio_frames_protected", .number(Double(summary.audioFramesProtected))),
+                ("video_frames", .number(Double(summary.videoFrames))),
+                ("video_frames_masked", .number(Double(summary.videoFramesMasked))),
+                ("video_frames_dropped", .number(Double(summary.videoFramesDropped))),
+                ("damaged_packets", .number(Double(summary.damagedPackets))),
+                ("error", summary.error.map(JSONValue.string) ?? .null),
+            ]
+        }
+        fields.append(("wall", .number((Date().timeIntervalSince1970 * 1000).rounded() / 1000)))
+        return "{" + fields.map { "\(JSONValue.string($0.0).encoded):\($0.1.encoded)" }.joined(separator: ",") + "}"
+    }
+}
+
+extension PlayerStatus {
+    var jsonFields: [(String, JSONValue)] {
+        [
+            ("file", .string(path)), ("duration", duration.map(JSONValue.number) ?? .null), ("time", .number(position)),
+            ("state", .string(capture.state.rawValue)), ("source", .string(capture.source)),
+            ("protecting", .bool(isProtecting)), ("paused", .bool(isPaused)), ("muted", .bool(isMuted)),
+            ("mask", .string(mask)), ("output", .string(output)), ("audio", .bool(hasAudio)),
+            ("video", .bool(hasVideo)),
+        ]
+    }
+
+    /// The one-line status for a terminal: position/duration, capture state with its source, flags.
+    public var line: String {
+        let total = duration.map { String(format: "%.1f", $0) } ?? "?"
+        var flags: [String] = []
+        if isPaused { flags.append("paused") }
+        if isMuted { flags.append("muted by user") }
+        if isProtecting {
+            if hasAudio { flags.append("audio muted") }
+            if hasVideo { flags.append("video masked (\(mask))") }
+        }
+        let state = capture.state.rawValue.uppercased()
+        return String(format: "%6.1f/%@ s  ", position, total) + "\(state) (\(capture.source))"
+            + (flags.isEmpty ? "" : "  " + flags.joined(separator: ", "))
+    }
+}
+
+/// A JSON value small enough to write by hand.
+enum JSONValue {
+    case string(String)
+    case number(Double)
+    case bool(Bool)
+    case null
+
+    var encoded: String {
+        switch self {
+        case .null: return "null"
+        case .bool(let value): return value ? "true" : "false"
+        case .number(let value):
+            guard value.isFinite else { return "null" }
+            let rounded = (value * 1_000_000).rounded() / 1_000_000
+            if rounded == rounded.rounded(), abs(rounded) < 1e15 { return String(Int64(rounded)) }
+            return "\(rounded)"
+        case .string(let value):
+            var out = "\""
+            for scalar in value.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                default:
+                    if scalar.value < 0x20 {
+                        out += String(format: "\\u%04x", scalar.value)
+                    } else {
+                        out.unicodeScalars.append(scalar)
+                    }
+                }
+            }
+            return out + "\""
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+
+/// Bad input: each case gets its own one-line error and exit code, and never a crash.
+@Suite struct BadInputTests {
+    /// Makes a bad file in `directory` and returns its path.
+    enum Case: String, CaseIterable, Sendable {
+        case missing, empty, textNamedM4A, randomBytes, truncatedIndex, truncatedData, noStreams
+
+        func make(in directory: TemporaryDirectory) throws -> String {
+            switch self {
+            case .missing:
+                return directory.path("no-such-file.m4a")
+            case .empty:
+                let path = directory.path("empty.m4a")
+                _ = FileManager.default.createFile(atPath: path, contents: Data())
+                return path
+            case .textNamedM4A:
+                let path = directory.path("notes.m4a")
+                try "These are notes, not music.\nSecond line.\n".write(toFile: path, atomically: true, encoding: .utf8)
+                return path
+            case .randomBytes:
+                let path = directory.path("noise.m4a")
+                var generator = SplitMix(seed: 42)
+                let bytes = (0..<65_536).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+                _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
+                return path
+            case .truncatedIndex:
+                // song.m4a keeps its index (moov) at the end: cutting the file loses it.
+                let path = directory.path("cut.m4a")
+                let data = try Data(contentsOf: URL(fileURLWithPath: fixture("song.m4a")))
+                _ = FileManager.default.createFile(atPath: path, contents: data.prefix(data.count / 2))
+                return path
+            case .truncatedData:
+                // clip.mp4 has its index first (faststart): cutting the file loses the second half of the data.
+                let path = directory.path("cut.mp4")
+                let data = try Data(contentsOf: URL(fileURLWithPath: fixture("clip.mp4")))
+                _ = FileManager.default.createFile(atPath: path, contents: data.prefix(data.count / 3))
+                return path
+            case .noStreams:
+                let subtitles = directory.path("subtitles.srt")
+                try "1\n00:00:00,000 --> 00:00:02,000\nHello\n".write(
+                    toFile: subtitles, atomically: true, encoding: .utf8)
+                let path = directory.path("subtitles-only.mkv")
+                try run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", subtitles, "-c:s", "srt", path])
+                return path
+            }
+        }
+
+        var expected: (status: Int32, message: String) {
+            switch self {
+            case .missing: (10, "no such file")
+            case .empty: (11, "the file is empty")
+            case .textNamedM4A: (12, "this is a text file, not media")
+            case .randomBytes: (13, "not a media format FFmpeg recognises")
+            case .truncatedIndex: (14, "truncated or damaged")
+            case .truncatedData: (14, "truncated: the data ends at")
+            case .noStreams: (15, "no audio or video stream (subtitle)")
+            }
+        }
+    }
+
+    @Test(arguments: Case.allCases)
+    func badInputGetsItsOwnErrorAndExitCode(_ badCase: Case) throws {
+        let directory = try TemporaryDirectory()
+        let path = try badCase.make(in: directory)
+        let out = directory.path("out.wav")
+        let result = try guardPlay([path, "--output", out, "--status", "none"])
+        #expect(result.status == badCase.expected.status, "\(result.stderr)")
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("guard-play: '\(path)': "))
+        #expect(result.stderr.contains(badCase.expected.message), "\(result.stderr)")
+        // Nothing half-written is left where the output was expected.
+        #expect(!FileManager.default.fileExists(atPath: out))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter {
+            $0.contains("partial")
+        }
+        #expect(leftovers.isEmpty)
+    }
+
+    @Test func exitCodesAreDistinct() {
+        let codes = Case.allCases.filter { $0 != .truncatedData }.map(\.expected.status) + [2, 3]
+        #expect(Set(codes).count == codes.count)
+    }
+
+    @Test(arguments: [
+        (["--no-such-option"], Int32(2), "unknown option '--no-such-option'"),
+        (["--simulate-recording=5-2"], 3, "interval '5-2' ends before it starts"),
+        (["--simulate-recording=every:0"], 3, "'every:' needs a positive number"),
+        (["--simulate-recording=2-x"], 3, "'x' in '2-x' is not a number"),
+        (["--simulate-stall=soon"], 3, "--simulate-stall"),
+        (["--mask", "blur"], 3, "invalid value 'blur' for --mask"),
+        (["--on-unknown", "maybe"], 3, "invalid value 'maybe' for --on-unknown"),
+        (["--volume", "-1"], 3, "invalid value '-1' for --volume"),
+        (["--fast", "--realtime"], 2, "cannot be used together"),
+        (["--output", "out.xyz"], 20, "unknown extension"),
+        (["--mask", "image:/no/such/image.png"], 3, "cannot read mask image"),
+    ])
+    func badOptionsGetTheirOwnErrors(arguments: [String], status: Int32, message: String) throws {
+        let result = try guardPlay([fixture("song.m4a")] + arguments)
+        #expect(result.status == status, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test func damageInTheMiddlePlaysOnWithAWarning() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("damaged.mp4")
+        var data = try Data(contentsOf: URL(fileURLWithPath: fixture("clip.mp4")))
+        var generator = SplitMix(seed: 7)
+        for index in (data.count / 2)..<(data.count / 2 + 30_000) {
+            data[index] = UInt8(truncatingIfNeeded: generator.next())
+        }
+        _ = FileManager.default.createFile(atPath: path, contents: data)
+        let out = directory.path("out.mkv")
+        let result = try guardPlay([path, "--simulate-recording=8-", "--output", out])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("warning: damaged data near"))
+        // It played on past the damage to the end: the last seconds are there, masked as scheduled.
+        let video = try decodeVideo(out)
+        #expect((video.last?.time ?? 0) > 9.5)
+        #expect(video.filter { $0.time >= 8 }.allSatisfy { isBlack($0, $0) })
+        #expect(video.count > 250)
+    }
+}
+
+/// A small deterministic generator for test data.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

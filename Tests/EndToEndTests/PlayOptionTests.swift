@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+
+/// The ffplay/mpv-style options, checked on decoded output.
+@Suite struct PlayOptionTests {
+    @Test func startAndLengthCutTheOutput() throws {
+        // FLAC decodes the same after a seek as in one pass (AAC's noise substitution does not), so the
+        // cut can be compared bit for bit.
+        let directory = try TemporaryDirectory()
+        let out = directory.path("out.wav")
+        let result = try guardPlay([
+            fixture("chime-48k.flac"), "--start", "1.5", "--length", "2", "--simulate-recording=2.5-", "--output", out,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let output = try decodeAudio(out)
+        #expect(output.frameCount == 2 * 48_000)
+        let reference = try decodeAudio(fixture("chime-48k.flac"))
+        // 1.5 s to 2.5 s is the original, from 2.5 s on it is muted (the schedule is in media time).
+        let played = Array(output.samples[0..<(48_000 * 2)])
+        let original = Array(reference.samples[(72_000 * 2)..<(120_000 * 2)])
+        #expect(played == original, "first difference at \(played.indices.first { played[$0] != original[$0] } ?? -1)")
+        #expect(output.samples[((48_000 + 300) * 2)...].allSatisfy { $0 == 0 })
+    }
+
+    @Test func muteSilencesAndVolumeScales() throws {
+        let directory = try TemporaryDirectory()
+        let muted = directory.path("muted.wav")
+        #expect(try guardPlay([fixture("chime-48k.flac"), "--mute", "--output", muted]).status == 0)
+        #expect(try decodeAudio(muted).samples.allSatisfy { $0 == 0 })
+        let half = directory.path("half.wav")
+        #expect(try guardPlay([fixture("chime-48k.flac"), "--volume", "0.5", "--output", half]).status == 0)
+        let reference = try decodeAudio(fixture("chime-48k.flac"))
+        let output = try decodeAudio(half)
+        #expect(output.samples.count == reference.samples.count)
+        #expect(zip(output.samples, reference.samples).allSatisfy { $0 == $1 * 0.5 })
+    }
+
+    @Test func noVideoAndNoAudioDropAStream() throws {
+        let directory = try TemporaryDirectory()
+        let audioOnly = directory.path("a.mkv")
+        #expect(try guardPlay([fixture("clip.mp4"), "--no-video", "--output", audioOnly]).status == 0)
+        #expect(try streamTypes(audioOnly) == [.audio])
+        let videoOnly = directory.path("v.mkv")
+        #expect(try guardPlay([fixture("clip.mp4"), "--no-audio", "--output", videoOnly]).status == 0)
+        #expect(try streamTypes(videoOnly) == [.video])
+    }
+
+    @Test func loopPlaysAgainWithTheScheduleInMediaTime() throws {
+        let directory = try TemporaryDirectory()
+        let out = directory.path("out.wav")
+        let result = try guardPlay([
+            fixture("chime-48k.flac"), "--loop", "2", "--simulate-recording=1-2", "--output", out,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let output = try decodeAudio(out)
+        let reference = try decodeAudio(fixture("chime-48k.flac"))
+        #expect(output.frameCount == 2 * reference.frameCount)
+        let first = Array(output.samples[0..<reference.samples.count])
+        let second = Array(output.samples[reference.samples.count...])
+        #expect(first == second, "first difference at \(first.indices.first { first[$0] != second[$0] } ?? -1)")
+        #expect(first[(48_000 + 300) * 2..<(2 * 48_000 * 2)].allSatisfy { $0 == 0 })
+    }
+
+    @Test func mp4OutputHoldsBothStreams() throws {
+        let directory = try TemporaryDirectory()
+        let out = directory.path("out.mp4")
+        let result = try guardPlay([fixture("clip.mp4"), "--simulate-recording=2-3", "--output", out])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try streamTypes(out) == [.audio, .video])
+        let video = try decodeVideo(out)
+        #expect(video.count == 300)
+        // H.264 is lossy, but a masked frame still decodes as (near) black, and an unmasked one does not.
+        let masked = video.filter { $0.time > 2.1 && $0.time < 2.9 }
+        #expect(!masked.isEmpty && masked.allSatisfy { $0.planes[0].allSatisfy { $0 <= 20 } })
+        #expect(video.filter { $0.time < 1.9 }.allSatisfy { Set($0.planes[0]).count > 16 })
+    }
+
+    @Test func realtimeWithoutASoundCardFallsBackAndFollowsTheSchedule() throws {
+        let result = try guardPlay(
+            [fixture("song.m4a"), "--simulate-recording=0.5-1", "--length", "1.5", "--status", "json"],
+            environment: ["SDL_AUDIODRIVER": "none-such-driver"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = try jsonEvents(result.stdout)
+        let warnings = events.filter { $0["event"] as? String == "warning" }.compactMap { $0["message"] as? String }
+        #expect(warnings.count == 1 && warnings[0].hasPrefix("no audio device"), "\(warnings)")
+        #expect(events.first { $0["event"] as? String == "start" }?["output"] as? String == "null (no audio device)")
+        let states = events.filter { $0["event"] as? String == "state" }
+        #expect(states.map { $0["state"] as? String } == ["capturing", "clear"])
+        #expect(states.map { $0["time"] as? Double } == [0.5, 1])
+        #expect(events.last?["audio_frames"] as? Double == 1.5 * 44_100)
+        #expect(events.last?["audio_frames_protected"] as? Double == 0.5 * 44_100)
+    }
+
+    @Test func realtimeThroughTheSDLCallbackGatesSampleAccurately() throws {
+        // SDL's dummy driver consumes audio in real time through the same callback a sound card uses.
+        let result = try guardPlay(
+            [fixture("song.m4a"), "--simulate-recording=0.5-1", "--length", "1.5", "--status", "json"],
+            environment: ["SDL_AUDIODRIVER": "dummy"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = try jsonEvents(result.stdout)
+        #expect(!events.contains { $0["event"] as? String == "warning" })
+        #expect(events.first { $0["event"] as? String == "start" }?["output"] as? String == "device")
+        let states = events.filter { $0["event"] as? String == "state" }
+        #expect(states.map { $0["state"] as? String } == ["capturing", "clear"])
+        #expect(states.map { $0["time"] as? Double } == [0.5, 1])
+        #expect(events.last?["audio_frames_protected"] as? Double == 0.5 * 44_100)
+    }
+
+    @Test func theDemoRunsWithoutDeviceOrDisplayAndEnds() throws {
+        // What `make run` does, shortened: realtime, no sound card, no display, the state changing.
+        let result = try guardPlay(
+            [fixture("clip.mp4"), "--simulate-recording=every:3", "--start", "2", "--length", "2"],
+            environment: ["SDL_AUDIODRIVER": "none-such-driver", "DISPLAY": ""])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("3.0 s  capturing (simulated"))
+        #expect(result.stderr.contains("end (end)"))
+    }
+}

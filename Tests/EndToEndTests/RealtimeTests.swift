@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+
+/// Realtime paths: the emulated device writing a file, and the keys on a terminal.
+@Suite struct RealtimeTests {
+    @Test func realtimeFileOutputIsGatedAndMaskedAtTheSinks() throws {
+        let directory = try TemporaryDirectory()
+        let out = directory.path("out.mkv")
+        let result = try guardPlay(
+            [fixture("clip.mp4"), "--realtime", "--simulate-recording=1-2", "--length", "3", "--output", out],
+            environment: ["SDL_AUDIODRIVER": "none-such-driver"])
+        #expect(result.status == 0, "\(result.stderr)")
+        // Audio leaves through the emulated device's callback, gated there: muted exactly over 1-2 s.
+        let audio = try decodeAudio(out)
+        let reference = try decodeAudio(fixture("clip.mp4"))
+        #expect(audio.frameCount == 3 * 48_000)
+        let cut = DecodedAudio(
+            sampleRate: reference.sampleRate, channels: reference.channels,
+            samples: Array(reference.samples[0..<(3 * 48_000 * 2)]), start: reference.start)
+        #expect(checkMuting(output: audio, reference: cut, muted: Intervals(ranges: [(1, 2)])) == nil)
+        // Video is masked at presentation; a late frame may be dropped, so frames are matched by time.
+        let video = try decodeVideo(out)
+        let originals = try decodeVideo(fixture("clip.mp4"))
+        #expect(video.count >= 80)
+        for frame in video {
+            guard let original = originals.first(where: { abs($0.time - frame.time) < 0.002 }) else {
+                Issue.record("no source frame at \(frame.time) s")
+                continue
+            }
+            let shown = Intervals(ranges: [(1, 2)]).overlaps(original.time, original.time + 1.0 / 30)
+            #expect(shown ? isBlack(frame, original) : frame.planes == original.planes, "frame at \(frame.time) s")
+        }
+    }
+
+    @Test func keysOnATerminalToggleRecordingAndQuit() throws {
+        // `script` gives the player a terminal; `r` turns a simulated recording on, `q` quits.
+        let command = "\(guardPlayBinary) \(fixture("song.m4a")) --status json"
+        let result = try run(
+            "/bin/sh", ["-c", "(sleep 1; printf r; sleep 1; printf q) | script -qfec '\(command)' /dev/null"],
+            environment: ["SDL_AUDIODRIVER": "none-such-driver"], timeout: 30)
+        #expect(result.status == 0, "\(result.stdout)")
+        let events = try jsonEvents(
+            result.stdout.replacingOccurrences(of: "\r", with: "").split(separator: "\n")
+                .filter { $0.hasPrefix("{") }.joined(separator: "\n"))
+        let states = events.filter { $0["event"] as? String == "state" }
+        #expect(states.first?["state"] as? String == "capturing")
+        #expect(states.first?["source"] as? String == "simulated-key")
+        #expect(events.last?["event"] as? String == "end")
+        #expect(events.last?["reason"] as? String == "stopped")
+    }
+
+    @Test func anInterruptLeavesNoOutputAndExits130() throws {
+        let directory = try TemporaryDirectory()
+        let out = directory.path("out.mkv")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: guardPlayBinary)
+        process.arguments = [fixture("clip.mp4"), "--realtime", "--output", out, "--status", "none"]
+        process.environment = ["SDL_AUDIODRIVER": "none-such-driver"]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        usleep(1_000_000)
+        process.interrupt()
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 130)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
+    }
+}
