@@ -3,8 +3,12 @@ import Foundation
 import Synchronization
 
 /// The PipeWire registry watcher as a capture source. It runs `pw-dump --monitor`, keeps the object graph
-/// up to date and reports what `PipeWireCaptureRules` read from it. Reports are renewed every `interval`
-/// while `pw-dump` lives; when it exits or its output stops parsing, the source reports `unknown`.
+/// up to date and reports what `PipeWireCaptureRules` read from it: at once when an update changes the
+/// verdict, and again every `interval` to renew the lease. When `pw-dump` exits or its output stops
+/// parsing, the source reports `unknown`.
+///
+/// `start` waits up to `startTimeout` for the first full dump, so the first report is in place before
+/// playback begins; until a dump arrives the source reports `unknown`.
 public final class PipeWireCaptureSource: LiveCaptureSource {
     private struct State {
         var graph = PipeWireGraph()
@@ -12,6 +16,9 @@ public final class PipeWireCaptureSource: LiveCaptureSource {
         var failure: String?
         var process: Process?
         var heartbeat: PollingThread?
+        var reporter: CaptureReporter?
+        var lastVerdict: [PipeWireDetection]?
+        var announcedReady = false
     }
 
     public let name: String
@@ -19,22 +26,31 @@ public final class PipeWireCaptureSource: LiveCaptureSource {
     public let command: [String]
     /// Seconds between renewals.
     public let interval: Double
+    /// Seconds `start` waits for the first dump.
+    public let startTimeout: Double
     /// Variables set for `pw-dump` on top of GuardPlay's own environment (such as `XDG_RUNTIME_DIR`).
     public let environment: [String: String]
     private let rules: PipeWireCaptureRules
     private let state = Mutex(State())
+    /// Signalled once, when the first dump has been applied or the watcher failed.
+    private let firstDump = DispatchSemaphore(value: 0)
 
     /// Creates a watcher running `command` (by default `pw-dump --monitor --no-colors` from `PATH`).
     public init(
         name: String = "pipewire", command: [String] = ["pw-dump", "--monitor", "--no-colors"],
-        rules: PipeWireCaptureRules = .ignoringThisProcess, interval: Double = 0.25, environment: [String: String] = [:]
+        rules: PipeWireCaptureRules = .ignoringThisProcess, interval: Double = 0.25, startTimeout: Double = 2,
+        environment: [String: String] = [:]
     ) {
         self.name = name
         self.environment = environment
         self.command = command
         self.rules = rules
         self.interval = interval
+        self.startTimeout = startTimeout
     }
+
+    /// Seconds each report is believed: two renewals and a margin.
+    public var lease: Double { max(interval * 2 + 0.1, 0.5) }
 
     /// True when `pw-dump` is on `PATH` and a PipeWire socket exists for this user.
     public static var isAvailable: Bool {
@@ -45,12 +61,12 @@ public final class PipeWireCaptureSource: LiveCaptureSource {
     }
 
     public func start(_ reporter: CaptureReporter) {
-        let process = Process()
-        let output = Pipe()
         guard let executable = command.first.flatMap(Self.findExecutable) else {
             reporter.report(.unknown, reason: "pw-dump not found: cannot watch PipeWire", confidence: 1)
             return
         }
+        let process = Process()
+        let output = Pipe()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = Array(command.dropFirst())
         if !environment.isEmpty {
@@ -59,6 +75,8 @@ public final class PipeWireCaptureSource: LiveCaptureSource {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
+        state.withLock { $0.reporter = reporter }
+        reporter.report(.unknown, reason: "waiting for PipeWire's first dump", confidence: 1)
         do {
             try process.run()
         } catch {
@@ -66,7 +84,6 @@ public final class PipeWireCaptureSource: LiveCaptureSource {
             return
         }
         let reader = output.fileHandleForReading
-        let rules = rules
         let thread = Thread { [weak self] in
             var splitter = JSONArraySplitter()
             while true {
@@ -74,30 +91,50 @@ public final class PipeWireCaptureSource: LiveCaptureSource {
                 if bytes.isEmpty { break }
                 do {
                     for array in try splitter.feed(bytes) {
-                        try self?.state.withLock { state in
+                        try self?.update { state throws(PipeWireParseError) in
                             try state.graph.apply(json: array)
                             state.ready = true
                         }
                     }
                 } catch {
-                    self?.state.withLock { $0.failure = "\(error)" }
+                    self?.update { $0.failure = "\(error)" }
                     break
                 }
             }
-            self?.state.withLock { state in
+            self?.update { state in
                 if state.failure == nil { state.failure = "pw-dump exited" }
             }
         }
         thread.name = "guardplay.pipewire-reader"
-        let lease = max(interval * 2 + 0.1, 0.5)
+        state.withLock { $0.process = process }
+        thread.start()
+        // The first report should be the graph's verdict, not "waiting": pw-dump prints the whole graph
+        // within milliseconds of connecting.
+        _ = firstDump.wait(timeout: .now() + startTimeout)
         let heartbeat = PollingThread(name: "guardplay.pipewire", interval: interval) { [weak self] in
-            guard let snapshot = self?.state.withLock({ ($0.graph, $0.ready, $0.failure) }) else { return }
-            if let failure = snapshot.2 {
+            self?.update(renew: true) { _ in }
+        }
+        state.withLock { $0.heartbeat = heartbeat }
+    }
+
+    /// Changes the state and reports the verdict if it changed (or `renew` asks for a renewal). Reports
+    /// go out under the lock, so the reader's and the heartbeat's reports never cross.
+    private func update<E: Error>(renew: Bool = false, _ change: (inout State) throws(E) -> Void) throws(E) {
+        try state.withLock { state throws(E) in
+            try change(&state)
+            if !state.announcedReady, state.ready || state.failure != nil {
+                state.announcedReady = true
+                firstDump.signal()
+            }
+            guard let reporter = state.reporter else { return }
+            if let failure = state.failure {
                 reporter.report(.unknown, reason: "PipeWire watcher stopped: \(failure)", confidence: 1)
                 return
             }
-            guard snapshot.1 else { return }
-            let found = rules.detections(in: snapshot.0)
+            guard state.ready else { return }
+            let found = rules.detections(in: state.graph)
+            guard renew || found != state.lastVerdict else { return }
+            state.lastVerdict = found
             if let first = found.first {
                 reporter.report(
                     .capturing, reason: first.reason, pid: first.pid, app: first.app, confidence: first.confidence,
@@ -107,11 +144,6 @@ public final class PipeWireCaptureSource: LiveCaptureSource {
                     .clear, reason: "no screencast or monitor recording in PipeWire", confidence: 0.9, lease: lease)
             }
         }
-        state.withLock { state in
-            state.process = process
-            state.heartbeat = heartbeat
-        }
-        thread.start()
     }
 
     public func stop() {
@@ -119,6 +151,7 @@ public final class PipeWireCaptureSource: LiveCaptureSource {
             defer {
                 state.process = nil
                 state.heartbeat = nil
+                state.reporter = nil
             }
             return (state.process, state.heartbeat)
         }

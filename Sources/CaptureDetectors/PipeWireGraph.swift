@@ -8,46 +8,75 @@ import Foundation
 public struct PipeWireGraph: Sendable {
     /// A node: a stream, a device or a filter.
     public struct Node: Sendable, Hashable {
+        /// The object ID.
         public var id: Int
+        /// `media.class`, such as `Audio/Sink` or `Stream/Input/Video`.
         public var mediaClass: String
+        /// `node.name`.
         public var name: String
+        /// `media.role`, such as `Camera`.
         public var mediaRole: String?
+        /// `device.api` of a device node, such as `v4l2`.
         public var deviceAPI: String?
+        /// The client that made the node.
         public var clientID: Int?
+        /// `stream.capture.sink`: the stream asks for a sink's monitor.
         public var captureSink: Bool
+        /// `target.object` (or the older `node.target`): the node the stream asks to be linked to.
         public var target: String?
+        /// The node's state, such as `running` or `suspended`.
         public var state: String?
     }
 
     /// A port of a node; monitor ports carry what a sink plays.
     public struct Port: Sendable, Hashable {
+        /// The object ID.
         public var id: Int
+        /// The node it belongs to.
         public var nodeID: Int
+        /// True for an output port.
         public var isOutput: Bool
+        /// `port.monitor`: the port carries what a sink plays.
         public var isMonitor: Bool
     }
 
     /// A connection from an output port to an input port.
     public struct Link: Sendable, Hashable {
+        /// The object ID.
         public var id: Int
+        /// The node the data leaves.
         public var outputNode: Int
+        /// The port the data leaves.
         public var outputPort: Int
+        /// The node the data enters.
         public var inputNode: Int
+        /// The port the data enters.
         public var inputPort: Int
     }
 
     /// A connected program.
     public struct Client: Sendable, Hashable {
+        /// The object ID.
         public var id: Int
+        /// `application.process.id`.
         public var pid: Int32?
+        /// `application.process.binary`.
         public var binary: String?
+        /// `application.name`.
         public var applicationName: String?
     }
 
+    /// The nodes by ID.
     public private(set) var nodes: [Int: Node] = [:]
+    /// The ports by ID.
     public private(set) var ports: [Int: Port] = [:]
+    /// The links by ID.
     public private(set) var links: [Int: Link] = [:]
+    /// The clients by ID.
     public private(set) var clients: [Int: Client] = [:]
+    /// The session manager's default sink (`default.audio.sink` in the `default` metadata), when known.
+    public private(set) var defaultAudioSink: String?
+    private var defaultMetadataID: Int?
 
     /// Creates an empty graph.
     public init() {}
@@ -71,12 +100,20 @@ public struct PipeWireGraph: Sendable {
 
     private mutating func apply(object: [String: Any]) {
         guard let id = object["id"] as? Int else { return }
+        if object["type"] as? String == "PipeWire:Interface:Metadata" {
+            applyMetadata(object, id: id)
+            return
+        }
         guard let info = object["info"] as? [String: Any] else {
             // `"info": null` removes the object, whatever it was.
             nodes[id] = nil
             ports[id] = nil
             links[id] = nil
             clients[id] = nil
+            if id == defaultMetadataID {
+                defaultMetadataID = nil
+                defaultAudioSink = nil
+            }
             return
         }
         let props = info["props"] as? [String: Any] ?? [:]
@@ -108,6 +145,30 @@ public struct PipeWireGraph: Sendable {
             break
         }
     }
+
+    /// Follows `default.audio.sink` in the `default` metadata. Monitor updates may list only the
+    /// changed entries, so entries are merged; a null value clears the key, and `"metadata": null`
+    /// removes the object.
+    private mutating func applyMetadata(_ object: [String: Any], id: Int) {
+        let props = object["props"] as? [String: Any] ?? [:]
+        if let name = props["metadata.name"] as? String {
+            guard name == "default" else { return }
+            defaultMetadataID = id
+        } else if id != defaultMetadataID {
+            return
+        }
+        guard let entries = object["metadata"] as? [Any] else {
+            if object.keys.contains("metadata") || object.keys.contains("info") {
+                defaultMetadataID = nil
+                defaultAudioSink = nil
+            }
+            return
+        }
+        for case let entry as [String: Any] in entries {
+            guard entry["subject"] as? Int == 0, entry["key"] as? String == "default.audio.sink" else { continue }
+            defaultAudioSink = (entry["value"] as? [String: Any])?["name"] as? String
+        }
+    }
 }
 
 /// A `pw-dump` text that does not parse.
@@ -115,111 +176,4 @@ public struct PipeWireParseError: Error, Sendable, Equatable, CustomStringConver
     /// What is wrong.
     public let message: String
     public var description: String { "pw-dump output: \(message)" }
-}
-
-/// One capture read from the PipeWire graph.
-public struct PipeWireDetection: Sendable, Hashable {
-    /// What is captured.
-    public var kind: CaptureKind
-    /// The node that shows it.
-    public var nodeID: Int
-    /// The capturing program's PID, when PipeWire knows it.
-    public var pid: Int32?
-    /// The capturing program's name, when known.
-    public var app: String?
-    /// How sure the rule is.
-    public var confidence: Double
-    /// Why, in a few words.
-    public var reason: String
-}
-
-/// The rules that read screen and audio capture out of a `PipeWireGraph`.
-public struct PipeWireCaptureRules: Sendable {
-    /// Node names of compositor screencast producers: GNOME (mutter), wlroots (xdg-desktop-portal-wlr),
-    /// Hyprland (xdg-desktop-portal-hyprland) and niri; a trailing `*` matches any suffix.
-    public var screencastProducers = [
-        "meta-screen-cast-src", "xdpw-stream-*", "xdph-streaming-*", "niri-screen-cast-src",
-    ]
-    /// The node name of the sink GuardPlay plays to; recording its monitor ports is audio capture. When
-    /// nil, recording the monitor of any sink counts.
-    public var playbackSink: String?
-    /// PIDs to ignore (GuardPlay's own).
-    public var ignoredPIDs: Set<Int32> = []
-
-    /// Creates the rules.
-    public init(playbackSink: String? = nil, ignoredPIDs: Set<Int32> = []) {
-        self.playbackSink = playbackSink
-        self.ignoredPIDs = ignoredPIDs
-    }
-
-    /// Every capture the graph shows, screen first.
-    public func detections(in graph: PipeWireGraph) -> [PipeWireDetection] {
-        var found: [PipeWireDetection] = []
-        for node in graph.nodes.values.sorted(by: { $0.id < $1.id }) {
-            let client = node.clientID.flatMap { graph.clients[$0] }
-            if let pid = client?.pid, ignoredPIDs.contains(pid) { continue }
-            let app = client?.binary ?? client?.applicationName
-            if isScreencastProducer(node) {
-                let consumer = consumers(of: node.id, in: graph).first
-                let consumerClient = consumer?.clientID.flatMap { graph.clients[$0] }
-                found.append(
-                    PipeWireDetection(
-                        kind: .screen, nodeID: node.id, pid: consumerClient?.pid ?? client?.pid,
-                        app: consumerClient?.binary ?? app, confidence: 0.95,
-                        reason: "screencast node '\(node.name)' is live"))
-            } else if node.mediaClass == "Stream/Input/Video", !isCamera(node, in: graph) {
-                found.append(
-                    PipeWireDetection(
-                        kind: .screen, nodeID: node.id, pid: client?.pid, app: app, confidence: 0.7,
-                        reason: "video capture stream '\(node.name)' that is not a camera"))
-            } else if node.mediaClass == "Stream/Input/Audio", recordsPlaybackMonitor(node, in: graph) {
-                found.append(
-                    PipeWireDetection(
-                        kind: .audio, nodeID: node.id, pid: client?.pid, app: app, confidence: 0.9,
-                        reason: "audio stream '\(node.name)' records the monitor of \(playbackSink ?? "a sink")"))
-            }
-        }
-        return found.sorted { ($0.kind == .screen ? 0 : 1, $0.nodeID) < ($1.kind == .screen ? 0 : 1, $1.nodeID) }
-    }
-
-    func isScreencastProducer(_ node: PipeWireGraph.Node) -> Bool {
-        guard node.mediaClass.hasSuffix("Video") || node.mediaClass == "Video/Source" else { return false }
-        return screencastProducers.contains { pattern in
-            pattern.hasSuffix("*") ? node.name.hasPrefix(pattern.dropLast()) : node.name == pattern
-        }
-    }
-
-    func consumers(of nodeID: Int, in graph: PipeWireGraph) -> [PipeWireGraph.Node] {
-        graph.links.values.filter { $0.outputNode == nodeID }.compactMap { graph.nodes[$0.inputNode] }
-    }
-
-    /// A video consumer is a camera viewer when it says so or when what feeds it is a camera device.
-    func isCamera(_ node: PipeWireGraph.Node, in graph: PipeWireGraph) -> Bool {
-        if node.mediaRole == "Camera" { return true }
-        let sources = graph.links.values.filter { $0.inputNode == node.id }.compactMap { graph.nodes[$0.outputNode] }
-        return !sources.isEmpty
-            && sources.allSatisfy { source in
-                source.mediaClass == "Video/Source" && ["v4l2", "libcamera"].contains(source.deviceAPI ?? "")
-                    && !isScreencastProducer(source)
-            }
-    }
-
-    /// True when `node` takes input from the monitor ports of the playback sink.
-    func recordsPlaybackMonitor(_ node: PipeWireGraph.Node, in graph: PipeWireGraph) -> Bool {
-        for link in graph.links.values where link.inputNode == node.id {
-            guard let port = graph.ports[link.outputPort], port.isMonitor, let source = graph.nodes[link.outputNode]
-            else { continue }
-            if playbackSink == nil || source.name == playbackSink { return true }
-        }
-        // Not linked yet, but asking for the sink's monitor: count it already.
-        if node.captureSink, let target = node.target, playbackSink == nil || target == playbackSink { return true }
-        return false
-    }
-}
-
-extension PipeWireCaptureRules {
-    /// The default rules, ignoring GuardPlay's own process.
-    public static var ignoringThisProcess: PipeWireCaptureRules {
-        PipeWireCaptureRules(ignoredPIDs: [getpid()])
-    }
 }

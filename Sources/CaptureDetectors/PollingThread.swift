@@ -10,10 +10,12 @@ final class PollingThread: Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
-    /// Starts a thread named `name` that runs `tick` now and then every `interval` seconds.
-    init(name: String, interval: Double, tick: @escaping @Sendable () -> Void) {
+    /// Starts a thread named `name` that runs `tick` every `interval` seconds, the first time at once or,
+    /// when `waitFirst`, after one interval (the caller ran the first tick itself).
+    init(name: String, interval: Double, waitFirst: Bool = false, tick: @escaping @Sendable () -> Void) {
         // The thread holds the poller until it ends; `stop()` ends it.
         let thread = Thread { [self] in
+            if waitFirst { _ = wake.wait(timeout: .now() + interval) }
             while !stopped.withLock({ $0 }) {
                 tick()
                 _ = wake.wait(timeout: .now() + interval)

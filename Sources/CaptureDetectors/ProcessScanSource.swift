@@ -4,7 +4,8 @@ import Synchronization
 
 /// The process scanner as a capture source: every `interval` seconds it reads `/proc` and reports
 /// `capturing` while a known recorder runs, `clear` otherwise, each report leased for `lease` seconds.
-/// A scan that hangs or a scanner that dies stops the renewals, so the lease lapses to `unknown`.
+/// A scan that hangs or a scanner that dies stops the renewals, so the lease lapses to `unknown`. The
+/// first scan runs inside `start`, so the state is known before playback begins.
 public final class ProcessScanSource: LiveCaptureSource {
     /// Seconds between scans (250 ms by default).
     public let interval: Double
@@ -40,7 +41,7 @@ public final class ProcessScanSource: LiveCaptureSource {
         let interval = interval
         let lease = lease
         let scan = scan
-        let started = PollingThread(name: "guardplay.\(name)", interval: interval) {
+        let tick: @Sendable () -> Void = {
             let found = scan()
             if let first = found.sorted(by: Self.priority).first {
                 let more = found.count > 1 ? " (and \(found.count - 1) more)" : ""
@@ -51,6 +52,9 @@ public final class ProcessScanSource: LiveCaptureSource {
                 reporter.report(.clear, reason: "no recorder running", confidence: 0.8, lease: lease)
             }
         }
+        // The first scan runs here, so its report is in place before playback begins.
+        tick()
+        let started = PollingThread(name: "guardplay.\(name)", interval: interval, waitFirst: true, tick: tick)
         thread.withLock { $0 = started }
     }
 

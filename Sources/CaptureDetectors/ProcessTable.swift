@@ -41,6 +41,7 @@ public struct ProcessTable: Sendable {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while bytes.count < 65_536 {
             let count = buffer.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
             if count <= 0 { break }
             bytes.append(contentsOf: buffer[0..<count])
         }

@@ -61,11 +61,17 @@ public struct RecorderRules: Sendable, Hashable {
                 RecorderRule($0, .screenshot, confidence: 0.8)
             }
             + ["parec", "parecord", "pw-record"].map { RecorderRule($0, .audio) }
+            // The same tools under their general names, when told to record.
+            + [
+                RecorderRule("pacat", .audio, .argument(["-r", "--record"])),
+                RecorderRule("pw-cat", .audio, .argument(["-r", "--record"])),
+            ]
             + [
                 RecorderRule(
                     "ffmpeg", .screen, .inputFormat(["x11grab", "kmsgrab", "pipewiregrab"]), confidence: 0.95),
                 RecorderRule("ffmpeg", .audio, .inputFormat(["pulse", "alsa"]), confidence: 0.8),
                 RecorderRule("gst-launch-1.0", .screen, .element(["ximagesrc", "pipewiresrc"]), confidence: 0.9),
+                RecorderRule("gst-launch-1.0", .audio, .element(["pulsesrc"]), confidence: 0.8),
             ])
 
     /// Reads a rule file and applies it on top of `self`.

@@ -82,6 +82,8 @@ public final class ScreenshotFolderWatcher: Sendable {
         var buffer = [UInt8](repeating: 0, count: 8192)
         while !stopped.withLock({ $0 }) {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            // A signal (SIGCHLD when a child of this process exits) interrupts the read; read again.
+            if count < 0 && errno == EINTR { continue }
             if count <= 0 { return }
             var offset = 0
             while offset + MemoryLayout<inotify_event>.size <= count {

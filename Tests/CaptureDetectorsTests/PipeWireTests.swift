@@ -66,6 +66,36 @@ func detections(in fixture: String, sink: String? = "guardplay-sink") throws -> 
         #expect(PipeWireCaptureRules(ignoredPIDs: [777]).detections(in: graph).isEmpty)
     }
 
+    @Test func ourSinkIsTheOneOurStreamPlaysTo() throws {
+        var graph = PipeWireGraph()
+        try graph.apply(json: try pipeWireFixture("audio-monitor-record.json"))
+        // pw-play (PID 13865) stands for GuardPlay's own stream here.
+        let ours = PipeWireCaptureRules(ignoredPIDs: [13865])
+        #expect(ours.playbackSinks(in: graph) == ["guardplay-sink"])
+        #expect(ours.detections(in: graph).map(\.kind) == [.audio])
+        // With no stream of ours and no default sink known, any sink's monitor counts.
+        #expect(PipeWireCaptureRules(ignoredPIDs: [1]).playbackSinks(in: graph) == nil)
+    }
+
+    /// Two sinks; GuardPlay plays to `speakers`; `pw-record` records the monitor of `hdmi`, then of
+    /// `speakers`; the session's default sink is `hdmi`.
+    @Test func recordingAnotherSinkThanOursIsNotCapture() throws {
+        func graph(recording sink: Int, ourStream: Bool) throws -> PipeWireGraph {
+            var graph = PipeWireGraph()
+            try graph.apply(json: Array(twoSinks(recording: sink, ourStream: ourStream).utf8))
+            return graph
+        }
+        let rules = PipeWireCaptureRules(ignoredPIDs: [500])
+        #expect(rules.playbackSinks(in: try graph(recording: 11, ourStream: true)) == ["speakers"])
+        #expect(rules.detections(in: try graph(recording: 11, ourStream: true)).isEmpty)
+        let found = rules.detections(in: try graph(recording: 10, ourStream: true))
+        #expect(found.count == 1 && found[0].kind == .audio && found[0].pid == 600)
+        #expect(found[0].reason.contains("'speakers'"))
+        // Our stream not in the graph (say, played through ALSA directly): the default sink is assumed.
+        #expect(rules.playbackSinks(in: try graph(recording: 11, ourStream: false)) == ["hdmi"])
+        #expect(rules.detections(in: try graph(recording: 11, ourStream: false)).count == 1)
+    }
+
     @Test func malformedDumpsAreErrors() {
         var graph = PipeWireGraph()
         #expect(throws: PipeWireParseError.self) { try graph.apply(json: Array("not json".utf8)) }
@@ -101,4 +131,55 @@ func detections(in fixture: String, sink: String? = "guardplay-sink") throws -> 
         let arrays = try strings.feed(Array("[\"]\\\"[\"] [1,[2]]".utf8))
         #expect(arrays.map { String(decoding: $0, as: UTF8.self) } == ["[\"]\\\"[\"]", "[1,[2]]"])
     }
+}
+
+/// A hand-made dump: sinks `speakers` (node 10, monitor port 102) and `hdmi` (node 11, monitor port 112),
+/// GuardPlay's stream (client PID 500) linked to `speakers`, a `pw-record` (client PID 600) linked to the
+/// monitor of node `recording`, and the default sink `hdmi`.
+func twoSinks(recording sink: Int, ourStream: Bool) -> String {
+    func node(_ id: Int, _ name: String, _ mediaClass: String, client: Int? = nil) -> String {
+        let owner = client.map { ", \"client.id\": \($0)" } ?? ""
+        return """
+            {"id": \(id), "type": "PipeWire:Interface:Node", "info": {"state": "running",
+             "props": {"node.name": "\(name)", "media.class": "\(mediaClass)"\(owner)}}}
+            """
+    }
+    func port(_ id: Int, node: Int, output: Bool, monitor: Bool = false) -> String {
+        """
+        {"id": \(id), "type": "PipeWire:Interface:Port", "info": {"direction": "\(output ? "output" : "input")",
+         "props": {"node.id": \(node), "port.monitor": \(monitor)}}}
+        """
+    }
+    func link(_ id: Int, from: (Int, Int), to: (Int, Int)) -> String {
+        """
+        {"id": \(id), "type": "PipeWire:Interface:Link", "info": {"output-node-id": \(from.0),
+         "output-port-id": \(from.1), "input-node-id": \(to.0), "input-port-id": \(to.1)}}
+        """
+    }
+    func client(_ id: Int, pid: Int, binary: String) -> String {
+        """
+        {"id": \(id), "type": "PipeWire:Interface:Client", "info": {"props": {"application.process.id": \(pid),
+         "application.process.binary": "\(binary)"}}}
+        """
+    }
+    var objects = [
+        node(10, "speakers", "Audio/Sink"), port(101, node: 10, output: false),
+        port(102, node: 10, output: true, monitor: true),
+        node(11, "hdmi", "Audio/Sink"), port(111, node: 11, output: false),
+        port(112, node: 11, output: true, monitor: true),
+        client(60, pid: 600, binary: "pw-record"), node(61, "pw-record", "Stream/Input/Audio", client: 60),
+        port(611, node: 61, output: false), link(62, from: (sink, sink == 10 ? 102 : 112), to: (61, 611)),
+        """
+        {"id": 70, "type": "PipeWire:Interface:Metadata", "props": {"metadata.name": "default"},
+         "metadata": [{"subject": 0, "key": "default.audio.sink", "type": "Spa:String:JSON",
+                       "value": {"name": "hdmi"}}]}
+        """,
+    ]
+    if ourStream {
+        objects += [
+            client(50, pid: 500, binary: "guard-play"), node(51, "guard-play", "Stream/Output/Audio", client: 50),
+            port(511, node: 51, output: true), link(52, from: (51, 511), to: (10, 101)),
+        ]
+    }
+    return "[" + objects.joined(separator: ",\n") + "]"
 }

@@ -71,6 +71,19 @@ import Testing
         #expect(classifier.classify(playback) == nil)
     }
 
+    @Test func generalSoundToolsCountOnlyWhenRecording() throws {
+        let record = ProcessSnapshot(pid: 5, comm: "pacat", arguments: ["pacat", "-r", "-d", "x.monitor", "a.raw"])
+        #expect(try #require(classifier.classify(record)).kind == .audio)
+        let pwcat = ProcessSnapshot(pid: 5, comm: "pw-cat", arguments: ["pw-cat", "--record", "a.wav"])
+        #expect(try #require(classifier.classify(pwcat)).kind == .audio)
+        #expect(classifier.classify(ProcessSnapshot(pid: 5, comm: "pacat", arguments: ["pacat", "a.raw"])) == nil)
+        #expect(classifier.classify(ProcessSnapshot(pid: 5, comm: "pw-cat", arguments: ["pw-cat", "-p", "a"])) == nil)
+        let gst = ProcessSnapshot(
+            pid: 6, comm: "gst-launch-1.0",
+            arguments: ["gst-launch-1.0", "pulsesrc", "device=x.monitor", "!", "wavenc", "!", "filesink"])
+        #expect(try #require(classifier.classify(gst)).kind == .audio)
+    }
+
     @Test func ordinaryProcessesAreIgnored() {
         for (comm, arguments) in [
             ("bash", ["/bin/bash"]), ("sleep", ["sleep", "30"]), ("python3", ["python3", "obs.py"]),

@@ -73,7 +73,8 @@ func end(_ process: Process) {
         let monitor = CaptureMonitor()
         monitor.attach(ProcessScanSource(interval: 0.05))
         defer { monitor.stopAll() }
-        #expect(eventually { monitor.decision(atMedia: 0).source == "process-scan" })
+        // The first scan ran inside `attach`: its verdict is in force at once.
+        #expect(monitor.decision(atMedia: 0).source == "process-scan")
         #expect(monitor.decision(atMedia: 0).state == .clear, "a transcoding ffmpeg must not count")
 
         let grabberDirectory = directory.appendingPathComponent("grab")
@@ -139,7 +140,8 @@ func end(_ process: Process) {
             PipeWireCaptureSource(
                 command: [script.path], rules: PipeWireCaptureRules(playbackSink: "guardplay-sink"), interval: 0.05))
         defer { monitor.stopAll() }
-        #expect(eventually { monitor.decision(atMedia: 0).source == "pipewire" })
+        // `start` waited for the first dump: its verdict is in force at once.
+        #expect(monitor.decision(atMedia: 0).source == "pipewire")
         #expect(monitor.decision(atMedia: 0).state == .clear)
         _ = FileManager.default.createFile(atPath: gate.path, contents: nil)
         #expect(eventually { monitor.decision(atMedia: 0).state == .capturing })
@@ -147,6 +149,21 @@ func end(_ process: Process) {
         _ = FileManager.default.createFile(atPath: gate.path + ".2", contents: nil)
         #expect(eventually { monitor.decision(atMedia: 0).state == .unknown })
         #expect(monitor.decision(atMedia: 0).reason.contains("PipeWire watcher stopped"))
+    }
+
+    @Test func silentPwDumpIsUnknownUntilItsFirstDump() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pwdump-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let script = directory.appendingPathComponent("pw-dump")
+        try "#!/bin/sh\nexec sleep 5\n".write(to: script, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        let monitor = CaptureMonitor()
+        // `start` (inside `attach`) gives up waiting after the start timeout and leaves `unknown` in force.
+        monitor.attach(PipeWireCaptureSource(command: [script.path], interval: 0.05, startTimeout: 0.2))
+        defer { monitor.stopAll() }
+        let event = monitor.decision(atMedia: 0)
+        #expect(event.state == .unknown && event.reason.contains("waiting for PipeWire's first dump"))
     }
 
     @Test func missingPwDumpIsUnknown() {
