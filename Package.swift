@@ -52,14 +52,18 @@ let package = Package(
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "CaptureMonitorTests", dependencies: ["CaptureMonitor"]),
-        .testTarget(name: "CaptureDetectorsTests", dependencies: ["CaptureDetectors", "CaptureMonitor"]),
+        .testTarget(
+            name: "CaptureDetectorsTests", dependencies: ["CaptureDetectors", "CaptureMonitor", "ProcessTestSupport"]),
         .testTarget(name: "ProtectionTests", dependencies: ["Protection"]),
         .testTarget(name: "PlayerTests", dependencies: ["Player", "MediaCore", "CaptureMonitor"]),
         .testTarget(name: "PackagerTests", dependencies: ["Packager", "MediaCore", "Crypto"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Crypto"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "ControlAPI", "HTTPServer", "Store"]),
-        // Runs the built `guard-play` binary and checks what it writes with MediaCore.
-        .testTarget(name: "EndToEndTests", dependencies: ["MediaCore"]),
+        // Runs the built `guard-play` binary and checks what it writes with MediaCore; starts real X servers,
+        // sound servers and recorders for the capture-detection acceptance tests.
+        .testTarget(name: "EndToEndTests", dependencies: ["MediaCore", "CaptureDetectors", "ProcessTestSupport"]),
+        // Starting and ending child processes and their process groups, shared by the test targets.
+        .target(name: "ProcessTestSupport", path: "Tests/ProcessTestSupport"),
     ]
 )

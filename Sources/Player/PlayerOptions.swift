@@ -19,6 +19,15 @@ public enum OutputTarget: Sendable, Hashable {
     case file(path: String)
 }
 
+/// Where realtime video goes when the output is the device.
+public enum VideoOutput: Sendable, Hashable {
+    /// Decoded, protected and dropped.
+    case null
+    /// An SDL2 window; when it cannot be opened, playback fails if `required`, and otherwise goes on with
+    /// `null` and a warning.
+    case window(required: Bool)
+}
+
 /// Everything that shapes one playback.
 public struct PlayerOptions: Sendable {
     /// The media file.
@@ -41,6 +50,8 @@ public struct PlayerOptions: Sendable {
     public var pacing: Pacing = .realtime
     /// Where the output goes.
     public var output: OutputTarget = .device
+    /// Where video goes when `output` is the device.
+    public var videoOutput: VideoOutput = .null
     /// How masked frames look.
     public var mask: MaskStyle = .black
     /// Decoder threads; 0 lets FFmpeg choose (frame threading on every core).

@@ -1,49 +1,8 @@
 import CaptureDetectors
 import CaptureMonitor
 import Foundation
+import ProcessTestSupport
 import Testing
-
-/// A child started with `posix_spawn` and reaped with `waitpid`. Foundation's `Process.waitUntilExit`
-/// waits until every inheritor of its bookkeeping descriptor is gone, and PipeWire's daemons outlive
-/// the session script that starts them, so the live test manages its processes itself.
-struct SpawnedProcess {
-    let pid: pid_t
-
-    init(_ arguments: [String], environment: [String: String]) throws {
-        var merged = ProcessInfo.processInfo.environment
-        for (key, value) in environment { merged[key] = value }
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for pointer in argv { free(pointer) }
-            for pointer in envp { free(pointer) }
-        }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for descriptor: Int32 in [0, 1, 2] {
-            posix_spawn_file_actions_addopen(
-                &actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
-        }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // A process group of its own, so that killing the group takes the daemons it starts too.
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
-        posix_spawnattr_setpgroup(&attributes, 0)
-        var pid: pid_t = 0
-        let status = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
-        guard status == 0 else { throw PipeWireSetupError(message: "posix_spawn \(arguments[0]): \(status)") }
-        self.pid = pid
-    }
-
-    /// Kills the process group and reaps the leader.
-    func end() {
-        kill(-pid, SIGKILL)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
-    }
-}
 
 /// A private PipeWire daemon with WirePlumber, on a D-Bus session of its own, in a fresh runtime folder.
 final class PrivatePipeWire {
@@ -60,15 +19,15 @@ final class PrivatePipeWire {
             environment: ["XDG_RUNTIME_DIR": runtime.path])
         guard eventually(timeout: 10, { FileManager.default.fileExists(atPath: runtime.path + "/pipewire-0") }) else {
             session.end()
-            throw PipeWireSetupError(message: "pipewire did not create its socket")
+            throw SpawnError("pipewire did not create its socket")
         }
     }
 
-    /// Runs a PipeWire tool to completion.
+    /// Runs a PipeWire tool to completion (10 s at most).
     func run(_ arguments: [String]) throws {
         let tool = try SpawnedProcess(arguments, environment: environment)
-        var status: Int32 = 0
-        waitpid(tool.pid, &status, 0)
+        tool.wait(timeout: 10)
+        tool.end()
     }
 
     /// Starts a PipeWire client that runs until ended.
@@ -82,8 +41,6 @@ final class PrivatePipeWire {
         try? FileManager.default.removeItem(at: runtime)
     }
 }
-
-struct PipeWireSetupError: Error { let message: String }
 
 @Suite(.serialized) struct PipeWireLiveTests {
     @Test func detectsRealRecordersOnARealPipeWire() throws {

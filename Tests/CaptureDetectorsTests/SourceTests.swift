@@ -1,6 +1,7 @@
 import CaptureDetectors
 import CaptureMonitor
 import Foundation
+import ProcessTestSupport
 import Synchronization
 import Testing
 
@@ -9,16 +10,6 @@ final class ManualClock: Sendable {
     private let value = Mutex(0.0)
     var now: Double { value.withLock { $0 } }
     func advance(_ seconds: Double) { value.withLock { $0 += seconds } }
-}
-
-/// Polls `condition` for up to `timeout` seconds of real time; a detector thread needs a moment to run.
-func eventually(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(20_000)
-    }
-    return condition()
 }
 
 /// Starts a process whose `comm` is `name` and whose command line is `arguments`: a copy of `sleep`
@@ -70,8 +61,16 @@ func end(_ process: Process) {
         defer { try? FileManager.default.removeItem(at: directory) }
         let transcoder = try standIn("ffmpeg", ["-i", "a.mp4", "b.mkv"], in: directory)
         defer { end(transcoder) }
+        // The scan reads the real /proc but looks only at this test's own stand-ins: other tests (and
+        // other test runs on the machine) start real recorders at the same time.
+        let ours = Mutex<Set<Int32>>([transcoder.processIdentifier])
+        let classifier = ProcessClassifier()
         let monitor = CaptureMonitor()
-        monitor.attach(ProcessScanSource(interval: 0.05))
+        monitor.attach(
+            ProcessScanSource(interval: 0.05) {
+                let pids = ours.withLock { $0 }
+                return ProcessTable().snapshot().filter { pids.contains($0.pid) }.compactMap(classifier.classify)
+            })
         defer { monitor.stopAll() }
         // The first scan ran inside `attach`: its verdict is in force at once.
         #expect(monitor.decision(atMedia: 0).source == "process-scan")
@@ -80,6 +79,7 @@ func end(_ process: Process) {
         let grabberDirectory = directory.appendingPathComponent("grab")
         try FileManager.default.createDirectory(at: grabberDirectory, withIntermediateDirectories: true)
         let grabber = try standIn("ffmpeg", ["-f", "x11grab", "-i", ":0", "out.mkv"], in: grabberDirectory)
+        ours.withLock { _ = $0.insert(grabber.processIdentifier) }
         #expect(eventually { monitor.decision(atMedia: 0).state == .capturing })
         let event = monitor.decision(atMedia: 0)
         #expect(event.pid == grabber.processIdentifier && event.app == "ffmpeg")
