@@ -9,7 +9,8 @@ import Protection
 ///
 /// Lifecycle: `init` opens and checks the input, the decoders and the output (so bad input fails before
 /// anything plays); `start()` launches the threads the player owns (the demux/decode pipeline, and in
-/// realtime a video presenter and an audio device or its emulation); `wait()` returns the summary when
+/// realtime a video presenter, an audio device or its emulation, and the video window with its own
+/// thread when `videoOutput` asks for one); `wait()` returns the summary when
 /// playback ends. Events reach listeners in order on the player's own event thread, never on an audio
 /// callback.
 public final class Player: Sendable {

@@ -10,7 +10,8 @@ public enum Pacing: String, Sendable, Hashable {
 
 /// Where the output goes.
 public enum OutputTarget: Sendable, Hashable {
-    /// The sound card through SDL2, falling back to `null` with a note when none can be opened.
+    /// The sound card through SDL2, falling back to `null` with a note when none can be opened; video goes
+    /// where `videoOutput` says.
     case device
     /// Nowhere: decoded, protected and dropped.
     case null

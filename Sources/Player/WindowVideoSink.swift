@@ -81,8 +81,21 @@ final class WindowVideoSink: VideoSink, Sendable {
     private func run(masker: VideoMasker) {
         // SDL would otherwise turn SIGINT/SIGTERM into quit events; the session handles signals itself.
         SDL_SetHint("SDL_NO_SIGNAL_HANDLERS", "1")
-        guard SDL_InitSubSystem(csdl2_init_video()) == 0 else {
+        // A window on the desktop only: without this SDL falls back to its offscreen driver, which
+        // "opens" a window nobody sees. SDL_VIDEODRIVER in the environment still overrides it.
+        SDL_SetHint("SDL_VIDEODRIVER", "x11,wayland")
+        // libwayland prints its own complaints while SDL probes; the error below says it all.
+        let quiet = StandardErrorSilencer()
+        let initialised = SDL_InitSubSystem(csdl2_init_video()) == 0
+        quiet.restore()
+        guard initialised else {
             return open(failed: "cannot open a window (SDL: \(String(cString: SDL_GetError())))")
+        }
+        let driver = SDL_GetCurrentVideoDriver().map { String(cString: $0) } ?? "none"
+        guard ["x11", "wayland"].contains(driver) || ProcessInfo.processInfo.environment["SDL_VIDEODRIVER"] != nil
+        else {
+            SDL_QuitSubSystem(csdl2_init_video())
+            return open(failed: "cannot open a window (SDL found no display, only its '\(driver)' driver)")
         }
         let flags = SDL_WINDOW_RESIZABLE.rawValue | SDL_WINDOW_SHOWN.rawValue
         guard

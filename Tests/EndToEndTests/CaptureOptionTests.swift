@@ -77,6 +77,19 @@ import Testing
         #expect(events.first { $0["event"] as? String == "start" }?["protecting"] as? Bool == false)
     }
 
+    @Test func aWindowThatCannotOpenFailsOnlyWhenAskedFor() throws {
+        // A display nobody serves: SDL must not fall back to an invisible offscreen "window".
+        let nowhere = Self.headless.merging(["DISPLAY": ":987"]) { $1 }
+        let arguments = [fixture("clip.mp4"), "--capture-source", "none", "--length", "0.3"]
+        let required = try guardPlay(arguments + ["--video-out", "window"], environment: nowhere)
+        #expect(required.status == 1)
+        #expect(required.stderr.contains("cannot open a window"), "\(required.stderr)")
+        let automatic = try guardPlay(arguments, environment: nowhere)
+        #expect(automatic.status == 0, "\(automatic.stderr)")
+        #expect(automatic.stderr.contains("warning: cannot open a window"), "\(automatic.stderr)")
+        #expect(automatic.stderr.contains("playing without a window"))
+    }
+
     @Test func x11MakesTheStateUnknownAndThePolicyDecides() throws {
         // A display name is enough: the session source reads the environment, and no window is opened.
         let x11 = Self.headless.merging(["DISPLAY": ":987", "XDG_SESSION_TYPE": "x11"]) { $1 }
