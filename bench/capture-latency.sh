@@ -35,6 +35,14 @@ ignore() { printf 'ignore %s\n' "$@" >"$work/recorders.conf"; }
 # `sh -c "$stamp" _ KIND FILE COMMAND...` notes the time in FILE and execs the recorder in the same
 # process, so a background one's $! is the recorder itself.
 stamp='echo "$1 $(date +%s.%N)" >>"$2"; shift 2; exec "$@"'
+# Runs a recorder (KIND FILE COMMAND...) in the background for a second, then stops it.
+record_for_a_second() {
+    sh -c "$stamp" _ "$@" &
+    local recorder=$!
+    sleep 1
+    kill "$recorder"
+    wait "$recorder" 2>/dev/null || true
+}
 
 if [ "$mode" = process ]; then
     # A private X server on a free display, and a private sound server with one null sink.
@@ -63,11 +71,7 @@ if [ "$mode" = process ]; then
             sh -c "$stamp" _ screen "$work/starts" ffmpeg -nostdin -v fatal -y -f x11grab -draw_mouse 0 \
                 -framerate 30 -video_size 800x480 -t 1 -i "$display" -f null - || true
         else
-            sh -c "$stamp" _ sound "$work/starts" parec --device guardplay_null.monitor --raw "$work/rec.raw" &
-            recorder=$!
-            sleep 1
-            kill "$recorder"
-            wait "$recorder" 2>/dev/null || true
+            record_for_a_second sound "$work/starts" parec --device guardplay_null.monitor --raw "$work/rec.raw"
         fi
         sleep 1.5
     done
@@ -88,12 +92,8 @@ else
     sleep 3
     echo "bench: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); PipeWire watcher; $rounds rounds"
     for _ in $(seq "$rounds"); do
-        sh -c "$stamp" _ sound "$work/starts" pw-record --target guardplay-sink -P '{ stream.capture.sink=true }' \
-            "$work/rec.wav" &
-        recorder=$!
-        sleep 1
-        kill "$recorder"
-        wait "$recorder" 2>/dev/null || true
+        record_for_a_second sound "$work/starts" pw-record --target guardplay-sink \
+            -P '{ stream.capture.sink=true }' "$work/rec.wav"
         sleep 1.5
     done
 fi
