@@ -25,6 +25,9 @@ let package = Package(
 
         // Domain cores: no sockets, devices or clocks of their own.
         .target(name: "CaptureMonitor", swiftSettings: strict),
+        // Linux capture detectors (process scan, PipeWire, session type, screenshot folders), each a
+        // live source for the monitor.
+        .target(name: "CaptureDetectors", dependencies: ["CaptureMonitor"], swiftSettings: strict),
         .target(name: "Protection", swiftSettings: strict),
         .target(name: "Packager", dependencies: ["MediaCore", "Crypto"], swiftSettings: strict),
         .target(
@@ -41,19 +44,26 @@ let package = Package(
 
         .executableTarget(
             name: "GuardPlayCLI",
-            dependencies: ["ControlAPI", "Gateway", "Player", "Packager", "CaptureMonitor", "MediaCore"],
+            dependencies: [
+                "ControlAPI", "Gateway", "Player", "Packager", "CaptureMonitor", "CaptureDetectors", "MediaCore",
+            ],
             swiftSettings: strict),
 
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["vectors.json"]),
         .testTarget(name: "CaptureMonitorTests", dependencies: ["CaptureMonitor"]),
+        .testTarget(
+            name: "CaptureDetectorsTests", dependencies: ["CaptureDetectors", "CaptureMonitor", "ProcessTestSupport"]),
         .testTarget(name: "ProtectionTests", dependencies: ["Protection"]),
         .testTarget(name: "PlayerTests", dependencies: ["Player", "MediaCore", "CaptureMonitor"]),
         .testTarget(name: "PackagerTests", dependencies: ["Packager", "MediaCore", "Crypto"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Crypto"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "ControlAPI", "HTTPServer", "Store"]),
-        // Runs the built `guard-play` binary and checks what it writes with MediaCore.
-        .testTarget(name: "EndToEndTests", dependencies: ["MediaCore"]),
+        // Runs the built `guard-play` binary and checks what it writes with MediaCore; starts real X servers,
+        // sound servers and recorders for the capture-detection acceptance tests.
+        .testTarget(name: "EndToEndTests", dependencies: ["MediaCore", "CaptureDetectors", "ProcessTestSupport"]),
+        // Starting and ending child processes and their process groups, shared by the test targets.
+        .target(name: "ProcessTestSupport", path: "Tests/ProcessTestSupport"),
     ]
 )
