@@ -25,6 +25,9 @@ let package = Package(
 
         // Domain cores: no sockets, devices or clocks of their own.
         .target(name: "CaptureMonitor", swiftSettings: strict),
+        // Linux capture detectors (process scan, PipeWire, session type, screenshot folders), each a
+        // live source for the monitor.
+        .target(name: "CaptureDetectors", dependencies: ["CaptureMonitor"], swiftSettings: strict),
         .target(name: "Protection", swiftSettings: strict),
         .target(name: "Packager", dependencies: ["MediaCore", "Crypto"], swiftSettings: strict),
         .target(
@@ -44,13 +47,16 @@ let package = Package(
         .executableTarget(
             name: "GuardPlayCLI",
             dependencies: [
-                "ControlAPI", "Gateway", "Store", "HTTPServer", "Player", "Packager", "CaptureMonitor", "MediaCore",
+                "ControlAPI", "Gateway", "Store", "HTTPServer", "Player", "Packager", "CaptureMonitor",
+                "CaptureDetectors", "MediaCore",
             ],
             swiftSettings: strict),
 
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["vectors.json"]),
         .testTarget(name: "CaptureMonitorTests", dependencies: ["CaptureMonitor"]),
+        .testTarget(
+            name: "CaptureDetectorsTests", dependencies: ["CaptureDetectors", "CaptureMonitor", "ProcessTestSupport"]),
         .testTarget(name: "ProtectionTests", dependencies: ["Protection"]),
         .testTarget(name: "PlayerTests", dependencies: ["Player", "MediaCore", "CaptureMonitor"]),
         .testTarget(name: "PackagerTests", dependencies: ["Packager", "MediaCore", "Crypto"]),
@@ -58,8 +64,13 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"]),
         .testTarget(
             name: "GatewayTests", dependencies: ["Gateway", "ControlAPI", "HTTPServer", "Store", "CaptureMonitor"]),
-        // Runs the built `guard-play` binary and checks what it writes with MediaCore.
-        .testTarget(name: "EndToEndTests", dependencies: ["MediaCore", "HTTPTestSupport", "Crypto"]),
+        // Runs the built `guard-play` binary and checks what it writes with MediaCore; starts real X servers,
+        // sound servers and recorders for the capture-detection acceptance tests.
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["MediaCore", "CaptureDetectors", "ProcessTestSupport", "HTTPTestSupport", "Crypto"]),
+        // Starting and ending child processes and their process groups, shared by the test targets.
+        .target(name: "ProcessTestSupport", path: "Tests/ProcessTestSupport"),
         // A raw HTTP/1.1 client for tests that must send exactly the bytes they mean.
         .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
     ]

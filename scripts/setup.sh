@@ -10,10 +10,12 @@ packages=(
     # OpenSSL, libmicrohttpd, SQLite, SDL2
     libssl-dev libmicrohttpd-dev libsqlite3-dev sqlite3 libsdl2-dev
     # Test and benchmark peers: a real X display, a sound server, nginx, load generators
-    xvfb x11-utils x11-apps imagemagick pulseaudio pulseaudio-utils nginx wrk hyperfine curl
+    xvfb x11-utils x11-apps imagemagick xdotool pulseaudio pulseaudio-utils nginx wrk hyperfine curl
     python3-venv
     # The gateway's deploy checks: TLS certificates for the nginx test, systemd-analyze for the unit
     openssl systemd
+    # A private PipeWire with WirePlumber for the detector tests, and tools that act as real recorders
+    pipewire pipewire-bin wireplumber dbus gstreamer1.0-pipewire gstreamer1.0-tools gstreamer1.0-plugins-base
 )
 
 missing=()

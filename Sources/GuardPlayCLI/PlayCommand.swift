@@ -1,5 +1,7 @@
+import CaptureDetectors
 import CaptureMonitor
 import Foundation
+import HTTPServer
 import MediaCore
 import Player
 import Protection
@@ -26,18 +28,30 @@ enum PlayCommand {
           --loop N                     play N times (0 = forever)
           --status line|json|none      status display (default: a live line on a terminal)
           --threads N                  video decoder threads (default: automatic)
+          --video-out auto|window|null where video goes when playing to the device (default auto: a
+                                       window when DISPLAY or WAYLAND_DISPLAY is set, otherwise null)
+          --capture-source LIST        what watches for capture, comma-separated: auto (process scan,
+                                       PipeWire when it runs, session type), process, pipewire, session,
+                                       remote, simulate or none (default auto; simulate with
+                                       --simulate-*, none with --output)
+          --poll-interval T            process scan and PipeWire renewal period: 250, 250ms, 0.25s
+                                       (default 250 ms)
+          --recorders FILE             more recorder rules (after $XDG_CONFIG_HOME/guard-play/recorders.conf)
           --control HOST:PORT          serve the player's REST control API there (GET /v1/player, POST
                                        /v1/player/{pause,resume,seek}, PUT /v1/player/capture-state,
-                                       /v1/player/events); API tokens (scope control) come from --data
+                                       /v1/player/events); it adds the remote capture source, and takes
+                                       API tokens (scope control) from --data
           --data DIR                   the gateway data directory holding API tokens (default ./guard-data)
-          Keys on a terminal: space pause, ←/→ seek 5 s, m mute, r toggle simulated recording, q quit.
+          Keys on a terminal or in the window: space pause, ←/→ seek 5 s, m mute, r toggle simulated
+          recording, q quit.
         """
 
     static let options: [Arguments.Option] = [
         .init("simulate-recording", .optionalValue), .init("simulate-stall"), .init("on-unknown"), .init("mask"),
         .init("output"), .init("realtime", .flag), .init("fast", .flag), .init("start"), .init("length"),
         .init("volume"), .init("mute", .flag), .init("no-audio", .flag), .init("no-video", .flag), .init("loop"),
-        .init("status"), .init("threads"), .init("control"), .init("data"),
+        .init("status"), .init("threads"), .init("video-out"), .init("capture-source"), .init("poll-interval"),
+        .init("recorders", repeatable: true), .init("control"), .init("data"),
     ]
 
     /// What the command line asked for, checked.
@@ -46,8 +60,14 @@ enum PlayCommand {
         var scheduled: [any ScheduledCaptureSource]
         var policy: UnknownPolicy
         var status: StatusMode
-        /// Where to serve the REST control API, and the data directory its tokens live in.
-        var control: (configuration: ServeConfiguration, address: String)?
+        var capture: CaptureSelection
+        var captureExplicit: Bool
+        var pollInterval: Double
+        var recorders: RecorderRules
+        /// A notice about where video goes (no display), shown when the file has video.
+        var videoNotice: String?
+        /// Where to serve the REST control API (`--control`), with the data directory its tokens live in.
+        var control: ServeConfiguration?
     }
 
     static func run(_ arguments: [String]) throws(CLIError) -> ExitCode {
@@ -60,12 +80,30 @@ enum PlayCommand {
         } catch {
             throw CLIError(exitCode(for: error.kind), error.message)
         }
-        let control = try request.control.map { control throws(CLIError) in
-            try PlayerControlServer.start(player: player, configuration: control.configuration)
+        if let notice = request.videoNotice, player.hasVideo { player.notify(notice) }
+        // Detectors start before playback, and each has reported once when `attach` returns, so the first
+        // sample and frame already follow what they see.
+        let sources = CaptureSources(monitor: monitor, interval: request.pollInterval, rules: request.recorders)
+        var detectors = request.capture.resolved(pipeWireAvailable: PipeWireCaptureSource.isAvailable)
+        // The control API's capture reports come through the remote source.
+        if request.control != nil { detectors.insert(.remote) }
+        let notices = sources.attach(
+            detectors, explicit: request.captureExplicit, remoteEndpoint: request.control != nil, player: player)
+        for notice in notices { player.notify(notice) }
+        let control: HTTPServer?
+        do {
+            control = try request.control.map { configuration throws(CLIError) in
+                try PlayerControlServer.start(player: player, remote: sources.remote!, configuration: configuration)
+            }
+        } catch {
+            sources.stop()
+            throw error
         }
-        defer { control?.stop() }
         let session = PlaySession(player: player, status: request.status)
-        return session.run()
+        let code = session.run()
+        control?.stop(grace: 1)
+        sources.stop()
+        return code
     }
 
     static func parse(_ arguments: [String]) throws(CLIError) -> Request {
@@ -124,16 +162,56 @@ enum PlayCommand {
         let status =
             try parsed.parsed("status", as: "line, json or none") { StatusMode(rawValue: $0) }
             ?? (isatty(STDERR_FILENO) == 1 ? .line : .log)
-        var control: (configuration: ServeConfiguration, address: String)?
+        let environment = ProcessInfo.processInfo.environment
+        var videoNotice: String?
+        switch parsed.value("video-out") {
+        case nil, "auto":
+            let display = ["DISPLAY", "WAYLAND_DISPLAY"].contains { !(environment[$0] ?? "").isEmpty }
+            player.videoOutput = display ? .window(required: false) : .null
+            if !display, case .device = player.output {
+                videoNotice =
+                    "no display (DISPLAY and WAYLAND_DISPLAY are unset): video is decoded and protected "
+                    + "but not shown"
+            }
+        case "window":
+            guard case .device = player.output else {
+                throw CLIError(.usage, "--video-out window needs the device as output, not --output")
+            }
+            player.videoOutput = .window(required: true)
+        case "null":
+            player.videoOutput = .null
+        case let other?:
+            throw CLIError(.badValue, "invalid value '\(other)' for --video-out: expected auto, window or null")
+        }
+        let captureExplicit = parsed.has("capture-source")
+        let capture: CaptureSelection
+        if let text = parsed.value("capture-source") {
+            capture = try CaptureSelection(parsing: text)
+        } else if !scheduled.isEmpty {
+            capture = CaptureSelection([.simulate])
+        } else if parsed.has("output") {
+            capture = CaptureSelection([.none])
+        } else {
+            capture = CaptureSelection([.auto])
+        }
+        let pollInterval =
+            try parsed.parsed("poll-interval", as: "milliseconds (250, 250ms) or seconds (0.25s), 10 ms to 10 s") {
+                CaptureSources.pollInterval($0)
+            } ?? 0.25
+        let recorders = try CaptureSources.recorderRules(files: parsed.all("recorders"), environment: environment)
+        var control: ServeConfiguration?
         if let address = parsed.value("control") {
             var configuration = ServeConfiguration()
             try configuration.set("listen", address, source: "--control")
             if let data = parsed.value("data") { try configuration.set("data", data, source: "--data") }
-            control = (configuration, address)
+            control = configuration
         } else if parsed.has("data") {
             throw CLIError(.usage, "--data is only used with --control")
         }
-        return Request(player: player, scheduled: scheduled, policy: policy, status: status, control: control)
+        return Request(
+            player: player, scheduled: scheduled, policy: policy, status: status, capture: capture,
+            captureExplicit: captureExplicit, pollInterval: pollInterval, recorders: recorders,
+            videoNotice: videoNotice, control: control)
     }
 
     private static func seconds(_ text: String) -> Double? {

@@ -26,6 +26,12 @@ final class PlaySession: Sendable {
             case .line, .log:
                 switch event {
                 case .warning(let message): output.printLine("guard-play: warning: \(message)", toStandardError: true)
+                case .notice(let message): output.printLine("guard-play: note: \(message)", toStandardError: true)
+                case .screenshotSaved(let path, let protecting) where status == .log:
+                    output.printLine(
+                        "guard-play: a screenshot was saved: \(path)"
+                            + (protecting ? " (output was protected)" : " (output was NOT protected)"),
+                        toStandardError: true)
                 case .started(let now) where status == .log:
                     output.printLine(
                         "guard-play: playing \(now.path) to \(now.output); "
@@ -43,16 +49,7 @@ final class PlaySession: Sendable {
             }
         }
         let signals = watchSignals()
-        let keys = TerminalKeys.startIfInteractive { [player] key in
-            switch key {
-            case .pause: player.togglePause()
-            case .seekBack: player.seek(by: -5)
-            case .seekForward: player.seek(by: 5)
-            case .mute: player.toggleMute()
-            case .record: player.toggleSimulatedRecording()
-            case .quit: player.stop()
-            }
-        }
+        let keys = TerminalKeys.startIfInteractive { [player] key in player.press(key) }
         player.start()
         let ticker = status == .line ? startStatusLine() : nil
         let result: ExitCode

@@ -5,9 +5,9 @@ import Player
 import Synchronization
 
 /// The player as the control API drives it (`guard-play FILE --control ADDR`): pause, resume and seek
-/// go to the `Player`; capture reports go to a `RemoteCaptureSource` attached to its monitor, so a
-/// client that stops reporting lets its lease lapse and the player protects (state `unknown`); the
-/// player's events, in its `--status json` form, fan out to event streams.
+/// go to the `Player`; capture reports go to the `RemoteCaptureSource` attached to its monitor, which
+/// is `unknown` until the first report and again when a client stops reporting and its lease lapses,
+/// so the player protects; the player's events, in its `--status json` form, fan out to event streams.
 final class PlayerControlAdapter: PlayerControlling {
     private struct Subscribers {
         var next = 0
@@ -19,12 +19,11 @@ final class PlayerControlAdapter: PlayerControlling {
     private let remote: RemoteCaptureSource
     private let subscribers = Mutex(Subscribers())
 
-    /// Attaches a remote capture source to the player's monitor and listens to the player's events;
-    /// call before `player.start()` so no event is missed.
-    init(player: Player) {
+    /// Drives `player`, with capture reports going to `remote` (already attached to its monitor), and
+    /// listens to the player's events; call before `player.start()` so no event is missed.
+    init(player: Player, remote: RemoteCaptureSource) {
         self.player = player
-        remote = RemoteCaptureSource(client: "rest")
-        player.monitor.attach(remote)
+        self.remote = remote
         player.addListener { [weak self] event in self?.deliver(event) }
     }
 

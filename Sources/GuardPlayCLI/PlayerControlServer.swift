@@ -1,3 +1,4 @@
+import CaptureMonitor
 import ControlAPI
 import Foundation
 import Gateway
@@ -7,14 +8,16 @@ import Player
 /// The REST control server of `guard-play FILE --control ADDR`: the player routes on the gateway's HTTP
 /// server, with API tokens (scope `control`) from the gateway's store under `--data`.
 enum PlayerControlServer {
-    /// Opens the token store, attaches the remote capture source and starts serving; the caller stops
-    /// the returned server when playback ends.
-    static func start(player: Player, configuration: ServeConfiguration) throws(CLIError) -> HTTPServer {
+    /// Opens the token store and starts serving, with capture reports going to `remote`; the caller
+    /// stops the returned server when playback ends.
+    static func start(player: Player, remote: RemoteCaptureSource, configuration: ServeConfiguration)
+        throws(CLIError) -> HTTPServer
+    {
         let log: @Sendable (String) -> Void = { message in
             FileHandle.standardError.write(Data("guard-play control: \(message)\n".utf8))
         }
         let (store, _) = try ServeCommand.openStore(configuration)
-        let adapter = PlayerControlAdapter(player: player)
+        let adapter = PlayerControlAdapter(player: player, remote: remote)
         let router = PlayerAPI.router(
             player: adapter, state: ServiceState(), metrics: Metrics(),
             authenticate: { token in

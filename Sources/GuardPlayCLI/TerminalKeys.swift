@@ -1,13 +1,9 @@
 import Foundation
+import Player
 import Synchronization
 
 /// Reads single keys from an interactive terminal in raw mode and restores the terminal afterwards.
 final class TerminalKeys: Sendable {
-    /// What a key asks for.
-    enum Key: Sendable {
-        case pause, seekBack, seekForward, mute, record, quit
-    }
-
     // The terminal settings to restore; nil once restored, which also stops the reading thread.
     private let saved: Mutex<termios?>
 
@@ -16,7 +12,7 @@ final class TerminalKeys: Sendable {
     }
 
     /// Starts reading keys when standard input and output are terminals; returns nil otherwise.
-    static func startIfInteractive(_ handle: @escaping @Sendable (Key) -> Void) -> TerminalKeys? {
+    static func startIfInteractive(_ handle: @escaping @Sendable (PlayerKey) -> Void) -> TerminalKeys? {
         guard isatty(STDIN_FILENO) == 1, isatty(STDERR_FILENO) == 1 else { return nil }
         var original = termios()
         guard tcgetattr(STDIN_FILENO, &original) == 0 else { return nil }
@@ -34,7 +30,7 @@ final class TerminalKeys: Sendable {
         return keys
     }
 
-    private func readLoop(_ handle: @Sendable (Key) -> Void) {
+    private func readLoop(_ handle: @Sendable (PlayerKey) -> Void) {
         var pending: [UInt8] = []
         var byte: UInt8 = 0
         while saved.withLock({ $0 != nil }) {

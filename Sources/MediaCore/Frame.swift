@@ -101,6 +101,10 @@ public final class Frame {
     public var pixelFormat: PixelFormat { PixelFormat(AVPixelFormat(pointer.pointee.format)) }
     /// True when the luma range is full (0–255) rather than limited (16–235).
     public var isFullRange: Bool { pointer.pointee.color_range == AVCOL_RANGE_JPEG || pixelFormat.isJPEGRange }
+    /// The shape of one pixel (`sample_aspect_ratio`), or 0/1 when unknown (square).
+    public var sampleAspectRatio: Rational {
+        Rational(pointer.pointee.sample_aspect_ratio.num, pointer.pointee.sample_aspect_ratio.den)
+    }
     /// True when the frame is a key frame.
     public var isKeyframe: Bool { pointer.pointee.key_frame != 0 }
 

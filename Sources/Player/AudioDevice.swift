@@ -118,7 +118,7 @@ final class EmulatedAudioDevice: AudioDevice, Sendable {
 }
 
 /// Points standard error at /dev/null until `restore()`, for C libraries that print instead of returning.
-private struct StandardErrorSilencer {
+struct StandardErrorSilencer {
     private let saved: Int32
 
     init() {

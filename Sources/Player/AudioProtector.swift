@@ -17,6 +17,8 @@ final class AudioProtector {
     private(set) var frames = 0
     /// Sample frames processed while protection was on.
     private(set) var protectedFrames = 0
+    /// True when the last sample processed was protected.
+    private(set) var isProtecting = false
     /// True when this protector moves the monitor's media time (it follows the master clock).
     let drivesMonitor: Bool
 
@@ -65,6 +67,7 @@ final class AudioProtector {
             time = change
         }
         if protecting { protectedFrames += count - segmentStart }
+        isProtecting = protecting
         frames += count
         lastMedia = end
         if drivesMonitor { monitor.advance(toMedia: end) }

@@ -7,8 +7,8 @@ import Foundation
 /// clock that video follows.
 final class AudioRenderer: @unchecked Sendable {
     // Invariant: `state` is guarded by its own lock. `protector` and `tap` are used only by the render
-    // thread (one device callback at a time), the only caller of `render`. `tap` and `latency` are set
-    // by the pipeline thread before the device starts and only read afterwards.
+    // thread (one device callback at a time), the only caller of `render`. `tap`, `switches` and
+    // `latency` are set by the pipeline thread before the device starts and only read afterwards.
     private struct Chunk {
         var samples: [Float]
         var media: Double
@@ -38,6 +38,8 @@ final class AudioRenderer: @unchecked Sendable {
     var latency: Double = 0
     /// Receives every rendered (protected) sample, for writing a file in realtime.
     var tap: (@Sendable (UnsafeBufferPointer<Float>) -> Void)?
+    /// Told when protection reaches the samples leaving here, or leaves them.
+    var switches: OutputSwitches?
 
     init(protector: AudioProtector, sampleRate: Int, channels: Int, start: Double, capacity: Double = 4) {
         self.protector = protector
@@ -157,6 +159,7 @@ final class AudioRenderer: @unchecked Sendable {
             let slice = UnsafeMutableBufferPointer(
                 start: output.baseAddress! + piece.from * channels, count: piece.count * channels)
             protector.process(slice, mediaStart: piece.media, userMuted: muted)
+            switches?.note(.audio, protecting: protector.isProtecting, media: piece.media)
             tap?(UnsafeBufferPointer(slice))
         }
     }

@@ -40,6 +40,8 @@ final class Pipeline {
     private var presenter: VideoPresenter?
     private var device: AudioDevice?
     private var wallClock: WallClock?
+    private var window: WindowVideoSink?
+    private let switches: OutputSwitches
 
     // Progress.
     private var serial = 0
@@ -60,9 +62,10 @@ final class Pipeline {
 
     init(
         options: PlayerOptions, input: InputContext, audioIndex: Int?, videoIndex: Int?, monitor: CaptureMonitor,
-        outputs: RealtimeOutputs
+        outputs: RealtimeOutputs, switches: OutputSwitches
     ) throws(PlayerError) {
         self.options = options
+        self.switches = switches
         self.outputs = outputs
         self.input = input
         self.monitor = monitor
@@ -115,9 +118,9 @@ final class Pipeline {
         var error: PlayerError?
         // Outputs first: opening the sound card silences standard error for a moment (ALSA prints while
         // SDL probes), and nothing the event thread prints should fall into that gap.
-        if realtime { startRealtimeOutputs() }
-        player?.post(.started(player!.status))
         do {
+            if realtime { try startRealtimeOutputs() }
+            player?.post(.started(player!.status))
             if options.start > 0 { try seekInput(to: options.start) }
             try demuxLoop()
         } catch let failure {
@@ -409,13 +412,30 @@ final class Pipeline {
 
     // MARK: Realtime outputs
 
-    private func startRealtimeOutputs() {
+    private func startRealtimeOutputs() throws(PlayerError) {
         let start = options.start
+        if let video, case .device = options.output, case .window(let required) = options.videoOutput {
+            do {
+                let window = try WindowVideoSink(
+                    title: "guard-play: \(URL(fileURLWithPath: options.path).lastPathComponent)",
+                    width: video.info.width, height: video.info.height,
+                    masker: try VideoMasker(monitor: monitor, style: options.mask), monitor: monitor,
+                    switches: switches)
+                let player = self.player
+                window.onKey { key in player?.press(key) }
+                self.window = window
+                videoSink = window
+            } catch {
+                if required { throw error }
+                player?.post(.warning("\(error.message); playing without a window"))
+            }
+        }
         if let audio, let protector {
             let renderer = AudioRenderer(
                 protector: protector, sampleRate: audio.format.sampleRate, channels: audio.format.channelCount,
                 start: start)
             renderer.setUserMuted(options.muted)
+            renderer.switches = switches
             if let file {
                 let player = self.player
                 renderer.tap = { samples in
@@ -457,11 +477,12 @@ final class Pipeline {
             }
             let player = self.player
             let presenter = VideoPresenter(
-                masker: masker, sink: videoSink, start: start, drive: drive,
+                masker: masker, sink: videoSink, start: start, drive: drive, switches: switches,
                 fail: { error in player?.fail(error) })
             presenter.run(clock: clock)
             self.presenter = presenter
         }
+        if window != nil { player?.control.withLock { $0.output += " + window" } }
         outputs.install(renderer: renderer, presenter: presenter, wallClock: wallClock)
         // Controls used before the outputs existed (a pause before start) apply now; later ones go
         // through `outputs` directly.
@@ -482,6 +503,8 @@ final class Pipeline {
         }
         device?.stop()
         renderer?.stop()
+        // After the sound card: SDL's subsystems are opened and closed one at a time.
+        window?.close()
     }
 
     private func format(_ seconds: Double) -> String { String(format: "%.1f", seconds) }

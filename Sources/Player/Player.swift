@@ -9,7 +9,8 @@ import Protection
 ///
 /// Lifecycle: `init` opens and checks the input, the decoders and the output (so bad input fails before
 /// anything plays); `start()` launches the threads the player owns (the demux/decode pipeline, and in
-/// realtime a video presenter and an audio device or its emulation); `wait()` returns the summary when
+/// realtime a video presenter, an audio device or its emulation, and the video window with its own
+/// thread when `videoOutput` asks for one); `wait()` returns the summary when
 /// playback ends. Events reach listeners in order on the player's own event thread, never on an audio
 /// callback.
 public final class Player: Sendable {
@@ -42,6 +43,7 @@ public final class Player: Sendable {
     public let hasVideo: Bool
     private let pipeline: Transfer<Pipeline>
     private let outputs = RealtimeOutputs()
+    private let switches = OutputSwitches()
     private let threads = Guarded<[PlayerThread]>([])
 
     /// Opens the input and the output and prepares every stage; throws a `PlayerError` whose kind tells
@@ -65,7 +67,7 @@ public final class Player: Sendable {
         self.control = Guarded(control)
         let pipeline = try Pipeline(
             options: options, input: input, audioIndex: audioIndex, videoIndex: videoIndex, monitor: monitor,
-            outputs: outputs)
+            outputs: outputs, switches: switches)
         hasAudio = pipeline.audio != nil
         hasVideo = pipeline.video != nil
         self.pipeline = Transfer(pipeline)
@@ -88,6 +90,7 @@ public final class Player: Sendable {
             self.control.withLock { $0.stateChanges += 1 }
             self.post(.capture(event, protecting: event.isProtecting(under: self.monitor.policy)))
         }
+        switches.deliver { [weak self] change in self?.post(.protection(change)) }
         let events = PlayerThread(name: "guard-play events") { [self] in deliverEvents() }
         let pipeline = self.pipeline
         let worker = PlayerThread(name: "guard-play pipeline") { pipeline.value.run() }
@@ -145,6 +148,29 @@ public final class Player: Sendable {
         let on = manual.toggle()
         monitor.advance(toMedia: monitor.now.media)
         return on
+    }
+
+    /// Adds a notice to the event stream (before `start()`, it comes before the `start` event).
+    public func notify(_ message: String) {
+        post(.notice(message))
+    }
+
+    /// Records in the event stream that a screenshot tool saved `path` (the audit trail; the capture
+    /// state does not change, since a screenshot cannot be seen coming).
+    public func noteScreenshot(_ path: String) {
+        post(.screenshotSaved(path: path, protecting: monitor.isProtecting))
+    }
+
+    /// Does what a key asks, from a terminal or the video window.
+    public func press(_ key: PlayerKey) {
+        switch key {
+        case .pause: togglePause()
+        case .seekBack: seek(by: -5)
+        case .seekForward: seek(by: 5)
+        case .mute: toggleMute()
+        case .record: toggleSimulatedRecording()
+        case .quit: stop()
+        }
     }
 
     /// Stops playback; `wait()` then returns with reason `stopped`.
@@ -235,6 +261,22 @@ public final class Player: Sendable {
             if closed && control.withLock({ $0.events.isEmpty }) { return }
         }
     }
+}
+
+/// The player's keys, the same on a terminal and in the video window.
+public enum PlayerKey: Sendable, Hashable {
+    /// Space: pause or resume.
+    case pause
+    /// ←: back 5 s.
+    case seekBack
+    /// →: forward 5 s.
+    case seekForward
+    /// `m`: mute or unmute.
+    case mute
+    /// `r`: a simulated recording on or off.
+    case record
+    /// `q` (or closing the window): stop.
+    case quit
 }
 
 extension CaptureMonitor {

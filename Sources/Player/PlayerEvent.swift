@@ -6,6 +6,10 @@ public enum PlayerEvent: Sendable {
     case started(PlayerStatus)
     /// The capture state changed (with the media position it took effect at, `event.since.media`).
     case capture(CaptureEvent, protecting: Bool)
+    /// Protection reached an output, or left it: the first muted sample or masked frame after a change.
+    case protection(OutputSwitch)
+    /// A screenshot tool saved a picture while playing (audit only; the capture state does not change).
+    case screenshotSaved(path: String, protecting: Bool)
     /// Paused or resumed.
     case paused(Bool, PlayerStatus)
     /// The user muted or unmuted.
@@ -14,6 +18,8 @@ public enum PlayerEvent: Sendable {
     case seeked(PlayerStatus)
     /// Something the user should know that does not stop playback (damaged data skipped, no audio device).
     case warning(String)
+    /// How this run is set up, when it is not what the user may expect (no display, X11's policy).
+    case notice(String)
     /// Playback ended (completely, by a stop, or by an error).
     case finished(PlayerSummary)
 }

@@ -16,8 +16,17 @@ extension PlayerEvent {
                 ("pid", event.pid.map { .number(Double($0)) } ?? .null),
                 ("app", event.app.map(JSONValue.string) ?? .null),
                 ("confidence", .number(event.confidence)), ("time", .number(event.since.media)),
+                ("since", .number((unixTime(ofMonotonic: event.since.wall) * 1000).rounded() / 1000)),
                 ("protecting", .bool(protecting)),
             ]
+        case .protection(let change):
+            fields = [
+                ("event", .string("protection")), ("output", .string(change.output.rawValue)),
+                ("protecting", .bool(change.protecting)), ("time", .number(change.media)),
+                ("at", .number((change.wall * 1000).rounded() / 1000)),
+            ]
+        case .screenshotSaved(let path, let protecting):
+            fields = [("event", .string("screenshot")), ("path", .string(path)), ("protecting", .bool(protecting))]
         case .paused(let paused, let status):
             fields = [("event", .string(paused ? "pause" : "resume")), ("time", .number(status.position))]
         case .muted(let muted, let status):
@@ -26,6 +35,8 @@ extension PlayerEvent {
             fields = [("event", .string("seek")), ("time", .number(status.position))]
         case .warning(let message):
             fields = [("event", .string("warning")), ("message", .string(message))]
+        case .notice(let message):
+            fields = [("event", .string("notice")), ("message", .string(message))]
         case .finished(let summary):
             fields = [
                 ("event", .string("end")), ("reason", .string(summary.reason)), ("time", .number(summary.position)),
@@ -42,6 +53,11 @@ extension PlayerEvent {
         fields.append(("wall", .number((Date().timeIntervalSince1970 * 1000).rounded() / 1000)))
         return "{" + fields.map { "\(JSONValue.string($0.0).encoded):\($0.1.encoded)" }.joined(separator: ",") + "}"
     }
+}
+
+/// Unix seconds of an instant on the monitor's monotonic clock.
+func unixTime(ofMonotonic seconds: Double) -> Double {
+    Date().timeIntervalSince1970 - (MonotonicClock.seconds() - seconds)
 }
 
 extension PlayerStatus {

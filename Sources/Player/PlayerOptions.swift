@@ -10,13 +10,23 @@ public enum Pacing: String, Sendable, Hashable {
 
 /// Where the output goes.
 public enum OutputTarget: Sendable, Hashable {
-    /// The sound card through SDL2, falling back to `null` with a note when none can be opened.
+    /// The sound card through SDL2, falling back to `null` with a note when none can be opened; video goes
+    /// where `videoOutput` says.
     case device
     /// Nowhere: decoded, protected and dropped.
     case null
     /// A file whose container follows the extension (`.wav .flac .m4a .mkv .mp4`), holding what a capture
     /// would record: muted audio and masked video.
     case file(path: String)
+}
+
+/// Where realtime video goes when the output is the device.
+public enum VideoOutput: Sendable, Hashable {
+    /// Decoded, protected and dropped.
+    case null
+    /// An SDL2 window; when it cannot be opened, playback fails if `required`, and otherwise goes on with
+    /// `null` and a warning.
+    case window(required: Bool)
 }
 
 /// Everything that shapes one playback.
@@ -41,6 +51,8 @@ public struct PlayerOptions: Sendable {
     public var pacing: Pacing = .realtime
     /// Where the output goes.
     public var output: OutputTarget = .device
+    /// Where video goes when `output` is the device.
+    public var videoOutput: VideoOutput = .null
     /// How masked frames look.
     public var mask: MaskStyle = .black
     /// Decoder threads; 0 lets FFmpeg choose (frame threading on every core).

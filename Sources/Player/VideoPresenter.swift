@@ -2,7 +2,7 @@ import CaptureMonitor
 import Foundation
 public import MediaCore
 
-/// Where presented video goes: nowhere, a file, or (later) a window. Called on the presenting thread
+/// Where presented video goes: nowhere, a file, or a window. Called on the presenting thread
 /// (the presenter in realtime, the pipeline in fast mode), one frame at a time, in presentation order.
 public protocol VideoSink: AnyObject {
     /// Shows `frame` (already masked when `masked`) at `outputTime` seconds from the start of playback.
@@ -65,15 +65,18 @@ final class VideoPresenter: @unchecked Sendable {
     private let drive: (@Sendable (Double) -> Void)?
     /// Reports a sink failure (ends playback).
     private let fail: @Sendable (PlayerError) -> Void
+    /// Told when protection reaches the presented frames, or leaves them.
+    private let switches: OutputSwitches
 
     init(
         masker: VideoMasker, sink: VideoSink, start: Double, drive: (@Sendable (Double) -> Void)?,
-        fail: @escaping @Sendable (PlayerError) -> Void
+        switches: OutputSwitches, fail: @escaping @Sendable (PlayerError) -> Void
     ) {
         self.masker = masker
         self.sink = sink
         self.start = start
         self.drive = drive
+        self.switches = switches
         self.fail = fail
     }
 
@@ -165,6 +168,7 @@ final class VideoPresenter: @unchecked Sendable {
                     let mask = masker.mustMask(mediaTime: item.media, duration: item.duration)
                     let frame = mask ? try masker.masked(item.frame) : item.frame
                     try sink.present(frame, outputTime: item.timeline - start, masked: mask)
+                    switches.note(.video, protecting: mask, media: item.media)
                     state.withLock { state in
                         state.presented += 1
                         if mask { state.masked += 1 }

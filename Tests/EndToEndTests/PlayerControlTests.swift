@@ -44,6 +44,8 @@ import Testing
         #expect(try exchange(port: port, "GET", "/v1/player").status == 401)
         let initial = try call("GET", "/v1/player")
         #expect(initial.status == 200 && initial.json?["state"] as? String == "playing")
+        // Until a client reports, the remote source says unknown and the player protects.
+        #expect(initial.json?["capture"] as? String == "unknown" && initial.json?["protecting"] as? Bool == true)
         let events = try EventStreamReader(port: port, target: "/v1/player/events", headers: auth)
         #expect(events.next("status") != nil)
 
@@ -53,7 +55,7 @@ import Testing
         let player = report.json?["player"] as? [String: Any]
         #expect(report.json?["applied"] as? Bool == true)
         #expect(player?["capture"] as? String == "capturing" && player?["protecting"] as? Bool == true)
-        #expect(player?["captureSource"] as? String == "remote:rest")
+        #expect(player?["captureSource"] as? String == "remote:control")
         #expect(events.next("state", containing: #""state":"capturing""#) != nil)
         // The client stops reporting: the lease lapses and the player protects for an unknown state.
         #expect(events.next("state", containing: #""state":"unknown""#, timeout: 5)?.contains("lease lapsed") == true)
@@ -73,6 +75,6 @@ import Testing
         process.waitUntilExit()
         #expect(process.terminationStatus == 130)
         log += String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(log.contains("capturing (remote:rest"))
+        #expect(log.contains("capturing (remote:control"))
     }
 }

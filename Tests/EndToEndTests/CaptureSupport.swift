@@ -1,0 +1,234 @@
+import CaptureDetectors
+import Foundation
+import MediaCore
+import ProcessTestSupport
+import Testing
+
+/// A private X server (Xvfb) on a display number it picks itself (`-displayfd`), so tests running side by
+/// side never share a display; black background, no TCP. Ended with its owner.
+final class VirtualDisplay {
+    let process: SpawnedProcess
+    /// The display name, such as `:12`.
+    let name: String
+    let width: Int
+    let height: Int
+
+    init(width: Int = 800, height: Int = 480) throws {
+        var pipe: [Int32] = [0, 0]
+        guard Glibc.pipe(&pipe) == 0 else { throw SpawnError("pipe: \(String(cString: strerror(errno)))") }
+        defer { close(pipe[0]) }
+        do {
+            process = try SpawnedProcess(
+                [
+                    "/usr/bin/Xvfb", "-displayfd", "3", "-screen", "0", "\(width)x\(height)x24", "-nolisten", "tcp",
+                    "-br", "-noreset",
+                ], descriptors: [3: pipe[1]])
+        } catch {
+            close(pipe[1])
+            throw error
+        }
+        close(pipe[1])
+        // Xvfb writes the display number and a newline once it accepts connections.
+        var text = ""
+        let deadline = Date().addingTimeInterval(20)
+        while !text.hasSuffix("\n"), Date() < deadline {
+            var poller = pollfd(fd: pipe[0], events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) > 0 else { continue }
+            var byte: UInt8 = 0
+            guard read(pipe[0], &byte, 1) == 1 else { break }
+            text.append(Character(UnicodeScalar(byte)))
+        }
+        guard let number = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            process.end()
+            throw SpawnError("Xvfb did not report a display number within 20 s")
+        }
+        name = ":\(number)"
+        self.width = width
+        self.height = height
+    }
+
+    /// The whole screen now, as 8-bit grey levels (`xwd`, decoded by FFmpeg).
+    func screenshot(in directory: TemporaryDirectory) throws -> GreyPicture {
+        let path = directory.path("screen-\(UUID().uuidString.prefix(8)).xwd")
+        let tool = try SpawnedProcess(["/usr/bin/xwd", "-root", "-silent", "-display", name, "-out", path])
+        guard tool.wait(timeout: 20) == 0 else {
+            tool.end()
+            throw TestFailure("xwd failed on \(name)")
+        }
+        tool.end()
+        var picture: GreyPicture?
+        try decodeStream(path, .video) { frame, _, _ in picture = try GreyPicture(frame, time: 0) }
+        return try picture ?? { throw TestFailure("xwd wrote no picture") }()
+    }
+
+    deinit { process.end() }
+}
+
+/// A private PulseAudio daemon with one null sink, on a socket in a fresh folder, so nothing reaches a
+/// real sound card and tests running side by side never share a server. Ended with its owner.
+final class PrivateSoundServer {
+    let directory: TemporaryDirectory
+    let process: SpawnedProcess
+    /// The null sink everything plays to.
+    let sink = "guardplay_null"
+    /// The `PULSE_SERVER` value.
+    var server: String { "unix:\(directory.path("native"))" }
+    /// The environment clients need.
+    var environment: [String: String] { ["PULSE_SERVER": server] }
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        let home = directory.url.path
+        process = try SpawnedProcess(
+            [
+                "/usr/bin/pulseaudio", "--daemonize=no", "--exit-idle-time=-1", "--system=false", "-n",
+                "--use-pid-file=false", "--disable-shm=yes", "--load=module-null-sink sink_name=\(sink)",
+                "--load=module-native-protocol-unix socket=\(directory.path("native")) auth-anonymous=1",
+            ],
+            environment: ["HOME": home, "XDG_RUNTIME_DIR": home, "XDG_CONFIG_HOME": home, "PULSE_SERVER": ""],
+            errors: directory.path("pulseaudio.log"))
+        let server = self.server
+        let ready = ProcessTestSupport.eventually(timeout: 20) {
+            guard FileManager.default.fileExists(atPath: directory.path("native")),
+                let check = try? SpawnedProcess(["/usr/bin/pactl", "--server", server, "info"])
+            else { return false }
+            defer { check.end() }
+            return check.wait(timeout: 5) == 0
+        }
+        guard ready else {
+            let log = (try? String(contentsOfFile: directory.path("pulseaudio.log"), encoding: .utf8)) ?? ""
+            process.end()
+            throw SpawnError("pulseaudio did not start within 20 s: \(log.suffix(500))")
+        }
+    }
+
+    /// Starts a raw recording (s16le, 44.1 kHz, stereo) of the null sink's monitor with `tool` (`parec`,
+    /// or `pacat` with `--record`).
+    func record(with tool: [String], to path: String) throws -> SpawnedProcess {
+        try SpawnedProcess(
+            tool + [
+                "--server", server, "--device", "\(sink).monitor", "--raw", "--format=s16le", "--rate=44100",
+                "--channels=2", path,
+            ])
+    }
+
+    deinit { process.end() }
+}
+
+/// A picture as 8-bit grey levels, with the wall-clock time it was taken when known.
+struct GreyPicture {
+    let time: Double
+    let width: Int
+    let height: Int
+    let pixels: [UInt8]
+
+    /// Converts any decoded picture to grey with libswscale.
+    init(_ frame: Frame, time: Double) throws {
+        let grey = try Scaler(width: frame.width, height: frame.height, pixelFormat: PixelFormat(name: "gray")!)
+            .scale(frame)
+        self.time = time
+        width = grey.width
+        height = grey.height
+        pixels = grey.withUnsafeMutablePlanes { planes in
+            (0..<planes[0].rows).flatMap { row in planes[0].withRow(row) { Array($0) } }
+        }
+    }
+
+    /// The share of pixels brighter than `level` (the test clip is mostly bright colour; a black mask on a
+    /// black screen is none).
+    func brightShare(above level: UInt8 = 40) -> Double {
+        Double(pixels.lazy.filter { $0 > level }.count) / Double(max(1, pixels.count))
+    }
+}
+
+/// Every frame of a recording made with `-copyts` from a live grab, timed in Unix seconds (x11grab stamps
+/// frames with the wall clock).
+func decodeRecording(_ path: String) throws -> [GreyPicture] {
+    var pictures: [GreyPicture] = []
+    try decodeStream(path, .video) { frame, info, _ in
+        pictures.append(try GreyPicture(frame, time: Double(frame.pts) * info.timeBase.doubleValue))
+    }
+    return pictures
+}
+
+/// Signed 16-bit interleaved stereo samples from a raw recording.
+struct RawRecording {
+    static let rate = 44_100.0
+    let samples: [Int16]
+
+    init(_ path: String) throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        samples = data.withUnsafeBytes { raw in Array(raw.bindMemory(to: Int16.self)) }
+    }
+
+    /// Seconds recorded.
+    var duration: Double { Double(samples.count / 2) / Self.rate }
+
+    /// The loudest sample from `start` seconds on (to `end`, or the end of the recording).
+    func peak(from start: Double, to end: Double? = nil) -> Int {
+        let first = min(samples.count, Int(start * Self.rate) * 2)
+        let last = min(samples.count, end.map { Int($0 * Self.rate) * 2 } ?? samples.count)
+        guard first < last else { return 0 }
+        return samples[first..<last].lazy.map { abs(Int($0)) }.max() ?? 0
+    }
+
+    /// The root mean square of the stretch from `start` to `end` seconds.
+    func rms(from start: Double, to end: Double) -> Double {
+        let first = min(samples.count, Int(start * Self.rate) * 2)
+        let last = min(samples.count, Int(end * Self.rate) * 2)
+        guard first < last else { return 0 }
+        let sum = samples[first..<last].reduce(0.0) { $0 + Double($1) * Double($1) }
+        return (sum / Double(last - first)).squareRoot()
+    }
+}
+
+/// A `guard-play` run in the background with its JSON events in a file.
+final class BackgroundPlayer {
+    let process: SpawnedProcess
+    let eventsPath: String
+    let errorsPath: String
+
+    init(_ arguments: [String], environment: [String: String], in directory: TemporaryDirectory) throws {
+        eventsPath = directory.path("events-\(UUID().uuidString.prefix(8)).jsonl")
+        errorsPath = directory.path("stderr-\(UUID().uuidString.prefix(8)).txt")
+        process = try SpawnedProcess(
+            [guardPlayBinary] + arguments + ["--status", "json"], environment: environment, output: eventsPath,
+            errors: errorsPath)
+    }
+
+    /// The events written so far (a last line still being written is left out).
+    var events: [[String: Any]] {
+        guard let text = try? String(contentsOfFile: eventsPath, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { line in
+            try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        }
+    }
+
+    /// The events named `name`.
+    func events(_ name: String) -> [[String: Any]] { events.filter { $0["event"] as? String == name } }
+
+    /// What it wrote to standard error.
+    var errors: String { (try? String(contentsOfFile: errorsPath, encoding: .utf8)) ?? "" }
+
+    deinit { process.end() }
+}
+
+/// A recorder list that ignores every built-in recorder except `keep`: tests run side by side (and other
+/// test runs on the machine) start real recorders, and each player must react only to its own.
+func recorderList(keeping keep: Set<String>, in directory: TemporaryDirectory) throws -> String {
+    let ignored = Set(RecorderRules.builtIn.rules.map(\.name)).subtracting(keep).sorted()
+    let path = directory.path("recorders.conf")
+    try ignored.map { "ignore \($0)" }.joined(separator: "\n").write(
+        toFile: path, atomically: true, encoding: .utf8)
+    return path
+}
+
+/// The first Unix time in `events` of a `protection` event for `output` turning on, or nil.
+func protectionOn(_ output: String, in events: [[String: Any]], after: Double) -> Double? {
+    events.filter {
+        $0["event"] as? String == "protection" && $0["output"] as? String == output && $0["protecting"] as? Bool == true
+    }.compactMap { $0["at"] as? Double }.first { $0 >= after - 0.05 }
+}
+
+/// Milliseconds, rounded, for reports.
+func milliseconds(_ seconds: Double) -> Int { Int((seconds * 1000).rounded()) }
