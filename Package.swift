@@ -56,7 +56,8 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["vectors.json"]),
         .testTarget(name: "CaptureMonitorTests", dependencies: ["CaptureMonitor"]),
         .testTarget(
-            name: "CaptureDetectorsTests", dependencies: ["CaptureDetectors", "CaptureMonitor", "ProcessTestSupport"]),
+            name: "CaptureDetectorsTests", dependencies: ["CaptureDetectors", "CaptureMonitor", "ProcessTestSupport"],
+            exclude: ["Fixtures"]),
         .testTarget(name: "ProtectionTests", dependencies: ["Protection"]),
         .testTarget(name: "PlayerTests", dependencies: ["Player", "MediaCore", "CaptureMonitor"]),
         .testTarget(name: "PackagerTests", dependencies: ["Packager", "MediaCore", "Crypto"]),
