@@ -22,12 +22,15 @@ let package = Package(
         // Bridges: owners of C objects.
         .target(name: "MediaCore", dependencies: ["CFFmpeg"], swiftSettings: strict),
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
+        // A periodic thread of its own, for blocking work kept off the cooperative pool.
+        .target(name: "ThreadSupport", swiftSettings: strict),
 
         // Domain cores: no sockets, devices or clocks of their own.
         .target(name: "CaptureMonitor", swiftSettings: strict),
         // Linux capture detectors (process scan, PipeWire, session type, screenshot folders), each a
         // live source for the monitor.
-        .target(name: "CaptureDetectors", dependencies: ["CaptureMonitor"], swiftSettings: strict),
+        .target(
+            name: "CaptureDetectors", dependencies: ["CaptureMonitor", "ThreadSupport"], swiftSettings: strict),
         .target(name: "Protection", swiftSettings: strict),
         .target(name: "Packager", dependencies: ["MediaCore", "Crypto"], swiftSettings: strict),
         .target(
@@ -36,9 +39,9 @@ let package = Package(
 
         // Service.
         .target(name: "Store", dependencies: ["CSQLite", "Crypto"], swiftSettings: strict),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "ThreadSupport"], swiftSettings: strict),
         .target(
-            name: "Gateway", dependencies: ["Store", "Packager", "Crypto", "CaptureMonitor"],
+            name: "Gateway", dependencies: ["Store", "Packager", "Crypto", "CaptureMonitor", "ThreadSupport"],
             swiftSettings: strict),
         .target(
             name: "ControlAPI", dependencies: ["HTTPServer", "Gateway", "Store", "Crypto", "CaptureMonitor"],
@@ -53,6 +56,7 @@ let package = Package(
             swiftSettings: strict),
 
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
+        .testTarget(name: "ThreadSupportTests", dependencies: ["ThreadSupport"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["vectors.json"]),
         .testTarget(name: "CaptureMonitorTests", dependencies: ["CaptureMonitor"]),
         .testTarget(

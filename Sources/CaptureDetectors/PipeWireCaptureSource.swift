@@ -1,6 +1,7 @@
 public import CaptureMonitor
 import Foundation
 import Synchronization
+import ThreadSupport
 
 /// The PipeWire registry watcher as a capture source. It runs `pw-dump --monitor`, keeps the object graph
 /// up to date and reports what `PipeWireCaptureRules` read from it: at once when an update changes the
@@ -15,7 +16,7 @@ public final class PipeWireCaptureSource: LiveCaptureSource {
         var ready = false
         var failure: String?
         var process: Process?
-        var heartbeat: PollingThread?
+        var heartbeat: PeriodicThread?
         var reporter: CaptureReporter?
         var lastVerdict: [PipeWireDetection]?
         var announcedReady = false
@@ -111,7 +112,7 @@ public final class PipeWireCaptureSource: LiveCaptureSource {
         // The first report should be the graph's verdict, not "waiting": pw-dump prints the whole graph
         // within milliseconds of connecting.
         _ = firstDump.wait(timeout: .now() + startTimeout)
-        let heartbeat = PollingThread(name: "guardplay.pipewire", interval: interval) { [weak self] in
+        let heartbeat = PeriodicThread(name: "guardplay.pipewire", interval: interval) { [weak self] in
             self?.update(renew: true) { _ in }
         }
         state.withLock { $0.heartbeat = heartbeat }
@@ -155,7 +156,7 @@ public final class PipeWireCaptureSource: LiveCaptureSource {
             }
             return (state.process, state.heartbeat)
         }
-        heartbeat?.stop()
+        heartbeat?.stop(waitingAtMost: 1)
         if let process, process.isRunning { process.terminate() }
     }
 

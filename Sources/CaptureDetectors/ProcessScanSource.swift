@@ -1,6 +1,7 @@
 public import CaptureMonitor
 import Foundation
 import Synchronization
+import ThreadSupport
 
 /// The process scanner as a capture source: every `interval` seconds it reads `/proc` and reports
 /// `capturing` while a known recorder runs, `clear` otherwise, each report leased for `lease` seconds.
@@ -13,7 +14,7 @@ public final class ProcessScanSource: LiveCaptureSource {
     public let lease: Double
     public let name: String
     private let scan: @Sendable () -> [ProcessDetection]
-    private let thread = Mutex<PollingThread?>(nil)
+    private let thread = Mutex<PeriodicThread?>(nil)
 
     /// Creates a scanner over `table` with `classifier`, skipping GuardPlay's own process.
     public convenience init(
@@ -54,12 +55,13 @@ public final class ProcessScanSource: LiveCaptureSource {
         }
         // The first scan runs here, so its report is in place before playback begins.
         tick()
-        let started = PollingThread(name: "guardplay.\(name)", interval: interval, waitFirst: true, tick: tick)
+        let started = PeriodicThread(
+            name: "guardplay.\(name)", interval: interval, firstTickAfter: interval, tick: tick)
         thread.withLock { $0 = started }
     }
 
     public func stop() {
-        thread.withLock { $0 }?.stop()
+        thread.withLock { $0 }?.stop(waitingAtMost: 1)
     }
 
     /// Screen before screenshot before audio, then the surer match.

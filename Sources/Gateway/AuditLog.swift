@@ -1,6 +1,7 @@
 import Foundation
 import Store
 import Synchronization
+import ThreadSupport
 
 /// The audit trail of grants and refusals, written to the store in batches by a thread of its own so
 /// the key path never waits for SQLite. Records queue in memory (bounded); the writer commits them

@@ -3,6 +3,7 @@ import Crypto
 public import Foundation
 public import Store
 import Synchronization
+import ThreadSupport
 
 /// An asset as the API shows it.
 public struct AssetSummary: Sendable, Equatable {

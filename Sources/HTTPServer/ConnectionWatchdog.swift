@@ -1,14 +1,14 @@
 import Foundation
 import Synchronization
+import ThreadSupport
 
 /// A thread the server owns that, twice a second, answers 408 to connections that hold their request
 /// header open too long (slowloris clients), and now and then sends a heartbeat on event streams.
 final class ConnectionWatchdog: Sendable {
     let configuration: HTTPServerConfiguration
     let connections = Mutex([ObjectIdentifier: ConnectionState]())
-    let running = Mutex(false)
-    let wake = DispatchSemaphore(value: 0)
-    let exited = DispatchSemaphore(value: 0)
+    private let ticker = PeriodicThread(name: "http-watchdog", interval: 0.5)
+    private let lastHeartbeat = Mutex(0.0)
 
     init(configuration: HTTPServerConfiguration) {
         self.configuration = configuration
@@ -28,42 +28,29 @@ final class ConnectionWatchdog: Sendable {
     }
 
     func start(server: HTTPServer) {
-        running.withLock { $0 = true }
         // Built when a client times out (rarely), so the responder sees, and counts, each refusal.
         let timeoutResponse: @Sendable () -> [UInt8] = {
             rawResponse(
                 server.rejectionResponder(
                     Rejection(.headerTimeout, status: 408, detail: "The request header did not arrive in time.")))
         }
-        let thread = Thread { [self] in
-            var lastHeartbeat = monotonicSeconds()
-            while running.withLock({ $0 }) {
-                _ = wake.wait(timeout: .now() + 0.5)
-                let now = monotonicSeconds()
-                for connection in connections.withLock({ Array($0.values) }) {
-                    _ = connection.timeOutIfStalled(
-                        now: now, deadline: configuration.headerTimeout, response: timeoutResponse)
-                }
-                if now - lastHeartbeat >= configuration.heartbeatInterval {
-                    lastHeartbeat = now
-                    server.heartbeat()
-                }
+        lastHeartbeat.withLock { $0 = monotonicSeconds() }
+        ticker.start(firstTickAfter: ticker.interval) { [self] in
+            let now = monotonicSeconds()
+            for connection in connections.withLock({ Array($0.values) }) {
+                _ = connection.timeOutIfStalled(
+                    now: now, deadline: configuration.headerTimeout, response: timeoutResponse)
             }
-            exited.signal()
+            let due = lastHeartbeat.withLock { last in
+                guard now - last >= configuration.heartbeatInterval else { return false }
+                last = now
+                return true
+            }
+            if due { server.heartbeat() }
         }
-        thread.name = "http-watchdog"
-        thread.start()
     }
 
-    func stop() {
-        let wasRunning = running.withLock { running in
-            defer { running = false }
-            return running
-        }
-        guard wasRunning else { return }
-        wake.signal()
-        exited.wait()
-    }
+    func stop() { ticker.stop() }
 }
 
 /// `response` serialised for a direct write to a socket, closing the connection afterwards.
