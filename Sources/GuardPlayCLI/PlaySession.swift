@@ -48,7 +48,14 @@ final class PlaySession: Sendable {
                 break
             }
         }
-        let signals = watchSignals()
+        let partial: String? = if case .file(let path) = player.options.output { path } else { nil }
+        let trap = InterruptTrap(
+            onSignal: { [self] in
+                interrupted.withLock { $0 = true }
+                player.stop()
+            },
+            lastResort: { if let partial { Player.removePartialOutput(for: partial) } })
+        defer { trap.release() }
         let keys = TerminalKeys.startIfInteractive { [player] key in player.press(key) }
         player.start()
         let ticker = status == .line ? startStatusLine() : nil
@@ -78,21 +85,7 @@ final class PlaySession: Sendable {
             return PlayCommand.exitCode(for: error.kind)
         }
         keys?.restore()
-        for source in signals { source.cancel() }
         return result
-    }
-
-    private func watchSignals() -> [DispatchSourceSignal] {
-        [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [self] in
-                interrupted.withLock { $0 = true }
-                player.stop()
-            }
-            source.resume()
-            return source
-        }
     }
 
     private func startStatusLine() -> DispatchSourceTimer {

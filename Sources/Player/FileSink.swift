@@ -40,8 +40,7 @@ final class FileSink: @unchecked Sendable {
         guard audioFormat != nil || wantsVideo else {
             throw PlayerError(.output, "cannot write '\(path)': the input has nothing a .\(ext) file can hold")
         }
-        let directory = url.deletingLastPathComponent().path
-        temporaryPath = "\(directory)/.\(url.lastPathComponent).partial-\(getpid()).\(ext)"
+        temporaryPath = Self.partialPath(for: path)
         self.audioFormat = audioFormat
         do {
             output = try OutputContext(path: temporaryPath, namedLike: path)
@@ -171,6 +170,14 @@ final class FileSink: @unchecked Sendable {
     /// Deletes the temporary file; the target is left as it was.
     func abandon() {
         try? FileManager.default.removeItem(atPath: temporaryPath)
+    }
+
+    /// Where this process writes `path` before renaming it into place: a hidden sibling named after it
+    /// and the process, with the same extension so FFmpeg picks the same container.
+    static func partialPath(for path: String) -> String {
+        let url = URL(fileURLWithPath: path)
+        return
+            "\(url.deletingLastPathComponent().path)/.\(url.lastPathComponent).partial-\(getpid()).\(url.pathExtension)"
     }
 }
 

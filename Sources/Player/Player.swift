@@ -173,6 +173,12 @@ public final class Player: Sendable {
         }
     }
 
+    /// Deletes what this process wrote so far for output `path`, if anything: for an exit that cannot
+    /// wait for the player to finish (the target itself is never touched).
+    public static func removePartialOutput(for path: String) {
+        try? FileManager.default.removeItem(atPath: FileSink.partialPath(for: path))
+    }
+
     /// Stops playback; `wait()` then returns with reason `stopped`.
     public func stop() {
         control.withLock { $0.stopRequested = true }
