@@ -18,10 +18,15 @@ public final class InputContext {
     public let streams: [StreamInfo]
 
     /// Opens `path` and reads enough to know its streams (`avformat_open_input`,
-    /// `avformat_find_stream_info`).
-    public init(path: String) throws(MediaError) {
+    /// `avformat_find_stream_info`); `options` are demuxer options, such as the HLS demuxer's
+    /// `allowed_extensions`.
+    public init(path: String, options: [String: String] = [:]) throws(MediaError) {
         var opened: UnsafeMutablePointer<AVFormatContext>? = nil
-        try check(avformat_open_input(&opened, path, nil, nil), "avformat_open_input(\(path))")
+        var dictionary: OpaquePointer? = nil
+        for (key, value) in options { av_dict_set(&dictionary, key, value, 0) }
+        let openStatus = avformat_open_input(&opened, path, nil, &dictionary)
+        av_dict_free(&dictionary)
+        try check(openStatus, "avformat_open_input(\(path))")
         guard let opened else {
             throw MediaError(operation: "avformat_open_input(\(path))", message: "no context returned")
         }

@@ -19,7 +19,7 @@ enum InputProbe {
         }
         let input: InputContext
         do {
-            input = try InputContext(path: path)
+            input = try InputContext(path: path, options: demuxerOptions(for: path))
         } catch {
             if error.kind == .notFound { throw PlayerError(.inputMissing, "'\(path)': \(error.message)") }
             // A container recognised from its content alone, that still fails to open, was cut short or
@@ -43,5 +43,15 @@ enum InputProbe {
                 "'\(path)': no audio or video stream (\(kinds.isEmpty ? "no streams" : kinds.joined(separator: ", ")))")
         }
         return input
+    }
+
+    /// A local HLS playlist may name a local key file, which FFmpeg's HLS demuxer reads only when told
+    /// that any extension is allowed (otherwise it passes SAMPLE-AES video through still encrypted).
+    /// The user chose the playlist, so its own files are trusted as ffplay would with the same option.
+    static func demuxerOptions(for path: String) -> [String: String] {
+        guard !path.contains("://"), let handle = FileHandle(forReadingAtPath: path) else { return [:] }
+        defer { try? handle.close() }
+        let head = [UInt8]((try? handle.read(upToCount: 16)) ?? Data())
+        return InputFile.isPlaylist(head) ? ["allowed_extensions": "ALL"] : [:]
     }
 }

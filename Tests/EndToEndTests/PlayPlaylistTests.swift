@@ -20,3 +20,40 @@ import Testing
         #expect(checkMasking(output: video, reference: reference, masked: masked, isMasked: isBlack) == nil)
     }
 }
+
+extension PlayPlaylistTests {
+    /// A SAMPLE-AES package played from disk: the player lets FFmpeg read the key file beside the
+    /// output, so every frame decodes as from the clear package except the one FFmpeg 5.1 leaves
+    /// undecrypted (the last in decoding order, display index 298; see FFmpegSecondOpinionTests).
+    @Test func playsASampleAESPackageWithItsLocalKey() throws {
+        let directory = try TemporaryDirectory()
+        let protected = directory.path("protected")
+        let clear = directory.path("clear")
+        #expect(try package(fixture("clip.mp4"), protected).status == 0)
+        #expect(try package(fixture("clip.mp4"), clear, ["--encryption", "none"]).status == 0)
+        let out = directory.path("out.mkv")
+        let result = try guardPlay([protected + "/master.m3u8", "--simulate-recording=2-5", "--output", out])
+        #expect(result.status == 0, "\(result.stderr)")
+        let video = try decodeVideo(out)
+        let reference = try decodeVideo(clear + "/master.m3u8")
+        #expect(video.count == 300 && reference.count == 300)
+        let schedule = Intervals(ranges: [(2, 5)])
+        var inside = 0
+        var equal = 0
+        var masked = 0
+        for (index, (ours, theirs)) in zip(video, reference).enumerated() {
+            let end = index + 1 < reference.count ? reference[index + 1].time : theirs.time + 1.0 / 30
+            if schedule.overlaps(theirs.time, end) {
+                inside += 1
+                if isBlack(ours, theirs) { masked += 1 }
+            } else if ours.planes == theirs.planes {
+                equal += 1
+            } else {
+                #expect(index == 298, "frame \(index) at \(theirs.time) s differs from the clear package")
+            }
+        }
+        // About 3 s of 30 fps video falls inside the schedule, all of it masked.
+        #expect((89...92).contains(inside) && masked == inside)
+        #expect(equal == 300 - inside - 1)
+    }
+}
