@@ -12,6 +12,8 @@ packages=(
     # Test and benchmark peers: a real X display, a sound server, nginx, load generators
     xvfb x11-utils x11-apps imagemagick xdotool pulseaudio pulseaudio-utils nginx wrk hyperfine curl
     python3-venv
+    # The benchmarks' own tools: peak RSS from GNU time, hex keys through xxd
+    time xxd
     # The gateway's deploy checks: TLS certificates for the nginx test, systemd-analyze for the unit
     openssl systemd
     # A private PipeWire with WirePlumber for the detector tests, and tools that act as real recorders
