@@ -16,7 +16,8 @@ threads=2
 swift build -c release -Xswiftc -warnings-as-errors >/dev/null
 binary=.build/release/guard-play
 
-work=bench/work
+# A folder of its own: bench/work also holds the other benchmarks' generated inputs.
+work=bench/work/gateway
 rm -rf "$work"
 mkdir -p "$work"/imports "$work"/nginx/www "$work"/nginx/logs "$work"/nginx/temp
 work=$(cd "$work" && pwd)
