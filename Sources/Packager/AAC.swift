@@ -11,10 +11,13 @@ struct AudioSpecificConfig: Equatable {
     var samplingFrequencyIndex: Int
     /// The channel configuration (1–7); 0 means a program config element, which ADTS cannot carry.
     var channelConfiguration: Int
-    /// The bytes it was parsed from (or built as), for the setup data of SAMPLE-AES signalling.
+    /// The bytes the configuration occupies (or was built as), for the setup data of SAMPLE-AES
+    /// signalling: for the AAC object types ADTS can carry, only the bits the configuration defines,
+    /// without the padding a container may append after them.
     var bytes: [UInt8]
 
-    /// Parses an AudioSpecificConfig.
+    /// Parses an AudioSpecificConfig (ISO/IEC 14496-3 §1.6.2.1, with GASpecificConfig §4.4.1 for the
+    /// object types ADTS can carry).
     init(_ bytes: [UInt8]) throws(FormatError) {
         var reader = BitReader(bytes, structure: "AudioSpecificConfig")
         func objectType() throws(FormatError) -> Int {
@@ -41,7 +44,44 @@ struct AudioSpecificConfig: Equatable {
         guard samplingFrequencyIndex < aacSamplingFrequencies.count else {
             throw FormatError("AudioSpecificConfig", "sampling frequency index \(samplingFrequencyIndex) is reserved")
         }
-        self.bytes = bytes
+        var used = bytes.count
+        if (1...4).contains(coreObjectType) && channelConfiguration != 0 {
+            // GASpecificConfig of AAC Main, LC, SSR and LTP: frameLengthFlag, dependsOnCoreCoder (and
+            // its 14-bit coreCoderDelay), extensionFlag (and extensionFlag3); no program config element
+            // with a channel configuration. A configuration cut short inside them is kept whole (it
+            // is short anyway); decoders fed by ADTS never read these fields.
+            do {
+                try reader.skip(1)
+                if try reader.flag() { try reader.skip(14) }
+                if try reader.flag() { try reader.skip(1) }
+                if self.objectType == coreObjectType { try AudioSpecificConfig.skipSyncExtension(&reader) }
+                used = (reader.position + 7) / 8
+            } catch {
+                used = bytes.count
+            }
+        }
+        self.bytes = Array(bytes.prefix(used))
+    }
+
+    /// Skips the backward-compatible SBR/PS signalling (syncExtensionType 0x2B7, then 0x548) that may
+    /// directly follow the GASpecificConfig; anything else after it is padding no decoder reads.
+    private static func skipSyncExtension(_ reader: inout BitReader) throws(FormatError) {
+        guard reader.remaining >= 16 else { return }
+        var probe = reader
+        guard try probe.read(11) == 0x2B7 else { return }
+        var extensionType = Int(try probe.read(5))
+        if extensionType == 31 { extensionType = 32 + Int(try probe.read(6)) }
+        if extensionType == 5, try probe.flag() {
+            if try probe.read(4) == 15 { try probe.skip(24) }  // extensionSamplingFrequency
+            if probe.remaining >= 12 {
+                var ps = probe
+                if try ps.read(11) == 0x548 {
+                    try ps.skip(1)  // psPresentFlag
+                    probe = ps
+                }
+            }
+        }
+        reader = probe
     }
 
     /// The config an ADTS header implies: AAC profile, sampling frequency index and channels.

@@ -123,13 +123,20 @@ private struct PackagingRun {
             case .none: .none
             }
         let streams = plan.streams
-        func track(_ slot: Int) -> SegmentedOutput.Track {
+        func track(_ slot: Int) throws(PackagingError) -> SegmentedOutput.Track {
             let planned = streams[slot]
             var descriptors: [UInt8] = []
             if options.encryption == .sampleAES {
                 descriptors += TransportStreamDescriptor.privateDataIndicator(planned.codec.privateDataIndicator)
                 if let setup = details[slot].audioSetup {
-                    descriptors += TransportStreamDescriptor.registration("apad", setup.bytes)
+                    do {
+                        descriptors += try TransportStreamDescriptor.registration("apad", setup.serialized())
+                    } catch {
+                        throw PackagingError(
+                            .inputCorrupt,
+                            "\(options.input): audio stream \(planned.source.index) cannot be signalled for "
+                                + "SAMPLE-AES: \(error)")
+                    }
                 }
             }
             if planned.codec.isAudio, let code = planned.source.language, code.count == 3, code != "und" {
@@ -140,8 +147,10 @@ private struct PackagingRun {
                 streamID: planned.codec.pesStreamID, descriptors: descriptors)
         }
         func makeOutput(_ name: String, _ slots: [Int]) throws(PackagingError) -> SegmentedOutput {
-            try SegmentedOutput(
-                name: name, tracks: slots.map(track), directory: directory.temporary, writer: writer,
+            var tracks: [SegmentedOutput.Track] = []
+            for slot in slots { tracks.append(try track(slot)) }
+            return try SegmentedOutput(
+                name: name, tracks: tracks, directory: directory.temporary, writer: writer,
                 protection: protection,
                 packedAudio: options.audioFormat == .packed && slots.allSatisfy { streams[$0].codec.isAudio },
                 audioSetup: slots.count == 1 ? details[slots[0]].audioSetup : nil)

@@ -7,8 +7,9 @@ enum PackedAudio {
     /// Owner of the PRIV frame holding the SAMPLE-AES audio setup information.
     static let audioDescriptionOwner = "com.apple.streaming.audioDescription"
 
-    /// The ID3 tag that starts a segment whose first frame has presentation time `timestamp` (90 kHz).
-    static func id3Tag(timestamp: Int64, setup: AudioSetupInformation?) -> [UInt8] {
+    /// The ID3 tag that starts a segment whose first frame has presentation time `timestamp` (90 kHz);
+    /// `setup` is the serialized audio setup information, under SAMPLE-AES.
+    static func id3Tag(timestamp: Int64, setup: [UInt8]?) throws(FormatError) -> [UInt8] {
         var body: [UInt8] = []
         var stamp: [UInt8] = []
         let wrapped = UInt64(
@@ -16,23 +17,29 @@ enum PackedAudio {
                 % TransportStreamWriter.timestampWrap)
         stamp.appendBigEndian(UInt32(wrapped >> 32))
         stamp.appendBigEndian(UInt32(wrapped & 0xFFFF_FFFF))
-        appendPrivateFrame(owner: timestampOwner, data: stamp, to: &body)
-        if let setup { appendPrivateFrame(owner: audioDescriptionOwner, data: setup.bytes, to: &body) }
+        try appendPrivateFrame(owner: timestampOwner, data: stamp, to: &body)
+        if let setup { try appendPrivateFrame(owner: audioDescriptionOwner, data: setup, to: &body) }
         var tag: [UInt8] = Array("ID3".utf8) + [4, 0, 0]
-        tag.append(contentsOf: syncsafe(body.count))
+        tag.append(contentsOf: try syncsafe(body.count))
         return tag + body
     }
 
-    private static func appendPrivateFrame(owner: String, data: [UInt8], to body: inout [UInt8]) {
+    private static func appendPrivateFrame(owner: String, data: [UInt8], to body: inout [UInt8]) throws(FormatError) {
         let content = Array(owner.utf8) + [0] + data
         body.append(contentsOf: Array("PRIV".utf8))
-        body.append(contentsOf: syncsafe(content.count))
+        body.append(contentsOf: try syncsafe(content.count))
         body.append(contentsOf: [0, 0])
         body.append(contentsOf: content)
     }
 
-    private static func syncsafe(_ value: Int) -> [UInt8] {
-        [UInt8((value >> 21) & 0x7F), UInt8((value >> 14) & 0x7F), UInt8((value >> 7) & 0x7F), UInt8(value & 0x7F)]
+    /// A 28-bit size as four 7-bit bytes; throws when it does not fit 28 bits.
+    private static func syncsafe(_ value: Int) throws(FormatError) -> [UInt8] {
+        guard value >= 0 && value < 1 << 28 else {
+            throw FormatError("ID3 tag", "a size of \(value) bytes does not fit a syncsafe integer")
+        }
+        return [
+            UInt8((value >> 21) & 0x7F), UInt8((value >> 14) & 0x7F), UInt8((value >> 7) & 0x7F), UInt8(value & 0x7F),
+        ]
     }
 
     /// A parsed ID3 tag at the start of a packed audio segment.

@@ -68,7 +68,8 @@ final class SegmentedOutput {
     private var tablesOffset = 0
     private var openIV: [UInt8]?
     private var pending: [Int: (bytes: [UInt8], pts: Int64, duration: Int64)] = [:]
-    private let audioSetup: AudioSetupInformation?
+    /// The serialized audio setup information for packed audio's ID3 tags under SAMPLE-AES.
+    private let packedAudioSetup: [UInt8]?
     /// Finished segments.
     private(set) var segments: [Segment] = []
     /// IDR pictures, for the I-frame playlist.
@@ -87,7 +88,6 @@ final class SegmentedOutput {
         self.directory = directory
         self.writer = writer
         self.protection = protection
-        self.audioSetup = audioSetup
         if case .sampleAES(let key, let iv) = protection {
             do {
                 sampleAES = try SampleAESCipher(key: key, iv: iv, encrypt: true)
@@ -101,8 +101,14 @@ final class SegmentedOutput {
             precondition(tracks.count == 1 && tracks[0].codec.isAudio, "packed audio carries one audio track")
             packedExtension = [.aac: "aac", .ac3: "ac3", .eac3: "ec3"][tracks[0].codec]
             transport = nil
+            do {
+                packedAudioSetup = sampleAES == nil ? nil : try audioSetup?.serialized()
+            } catch {
+                throw PackagingError(.inputCorrupt, "cannot describe the audio of \(name) in its ID3 tag: \(error)")
+            }
         } else {
             packedExtension = nil
+            packedAudioSetup = nil
             let pcrPID = tracks.first { $0.codec == .h264 }?.pid ?? tracks[0].pid
             do {
                 transport = try TransportStreamWriter(
@@ -112,7 +118,7 @@ final class SegmentedOutput {
                             streamID: $0.streamID, descriptors: $0.descriptors)
                     }, pcrPID: pcrPID)
             } catch {
-                throw PackagingError(.invalidOptions, "cannot describe the streams in one PMT: \(error)")
+                throw PackagingError(.inputCorrupt, "cannot describe the streams of \(name) in one PMT: \(error)")
             }
         }
     }
@@ -262,7 +268,11 @@ final class SegmentedOutput {
             transport!.writeProgramTables(to: file.buffer)
             wroteSinceTables = false
         } else {
-            file.buffer.append(PackedAudio.id3Tag(timestamp: firstPTS, setup: sampleAES == nil ? nil : audioSetup))
+            do {
+                file.buffer.append(try PackedAudio.id3Tag(timestamp: firstPTS, setup: packedAudioSetup))
+            } catch {
+                throw PackagingError(.inputCorrupt, "cannot write the ID3 tag of \(uri): \(error)")
+            }
         }
     }
 

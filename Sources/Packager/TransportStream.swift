@@ -56,13 +56,18 @@ struct AudioSetupInformation: Equatable {
     /// AudioSpecificConfig for AAC, the first 10 bytes of a syncframe for AC-3, `dec3` for E-AC-3.
     var setupData: [UInt8]
 
-    /// The serialized form: audio_type, priming (0), version (1), setup_data_length, setup_data.
-    var bytes: [UInt8] {
+    /// The serialized form: audio_type, priming (0), version (1), setup_data_length, setup_data; throws
+    /// when the setup data is longer than its one length byte can say.
+    func serialized() throws(FormatError) -> [UInt8] {
+        guard let length = UInt8(exactly: setupData.count) else {
+            throw FormatError(
+                "audio setup information", "\(setupData.count) bytes of setup data exceed setup_data_length's 255")
+        }
         var out: [UInt8] = []
         out.appendFourCC(audioType)
         out.appendBigEndian(UInt16(0))
         out.append(1)
-        out.append(UInt8(setupData.count))
+        out.append(length)
         out.append(contentsOf: setupData)
         return out
     }
@@ -95,9 +100,14 @@ enum TransportStreamDescriptor {
         return out
     }
 
-    /// registration_descriptor (tag 0x05): `format` and its additional identification bytes.
-    static func registration(_ format: String, _ additional: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = [0x05, UInt8(4 + additional.count)]
+    /// registration_descriptor (tag 0x05): `format` and its additional identification bytes; throws
+    /// when they are longer than the descriptor's one length byte can say.
+    static func registration(_ format: String, _ additional: [UInt8]) throws(FormatError) -> [UInt8] {
+        guard let length = UInt8(exactly: 4 + additional.count) else {
+            throw FormatError(
+                "registration descriptor", "\(additional.count) bytes of additional identification exceed 251")
+        }
+        var out: [UInt8] = [0x05, length]
         out.appendFourCC(format)
         out.append(contentsOf: additional)
         return out
@@ -151,6 +161,10 @@ struct TransportStreamWriter {
     static let programNumber: UInt16 = 1
     /// The 33-bit wrap of PTS, DTS and PCR base values.
     static let timestampWrap: Int64 = 1 << 33
+    /// The largest PES packet written, header included (64 MiB, far above any H.264 access unit an
+    /// encoder makes); the verifier refuses to assemble larger ones, so a hostile segment cannot make it
+    /// hold one growing buffer per PID.
+    static let maximumPESSize = 64 << 20
 
     private let tracks: [TransportStreamTrack]
     private let pcrPID: UInt16
@@ -163,7 +177,7 @@ struct TransportStreamWriter {
     init(tracks: [TransportStreamTrack], pcrPID: UInt16) throws(FormatError) {
         self.tracks = tracks
         self.pcrPID = pcrPID
-        programAssociation = TransportStreamWriter.section(
+        programAssociation = try TransportStreamWriter.section(
             tableID: 0x00, idExtension: 1,
             body: {
                 var body: [UInt8] = []
@@ -175,20 +189,28 @@ struct TransportStreamWriter {
         body.appendBigEndian(0xE000 | pcrPID)
         body.appendBigEndian(UInt16(0xF000))  // no program descriptors
         for track in tracks {
+            // ES_info_length has 12 bits, of which the first two must be zero.
+            guard track.descriptors.count <= 0x3FF else {
+                throw FormatError("PMT", "\(track.descriptors.count) bytes of descriptors exceed ES_info_length's 1023")
+            }
             body.append(track.streamType)
             body.appendBigEndian(0xE000 | track.pid)
             body.appendBigEndian(0xF000 | UInt16(track.descriptors.count))
             body.append(contentsOf: track.descriptors)
         }
-        programMap = TransportStreamWriter.section(
+        programMap = try TransportStreamWriter.section(
             tableID: 0x02, idExtension: TransportStreamWriter.programNumber, body: body)
         guard programMap.count <= TransportStreamWriter.packetSize - 5 else {
             throw FormatError("PMT", "\(programMap.count) bytes do not fit one TS packet (183 at most)")
         }
     }
 
-    /// A long-form PSI section with version 0, current, section 0 of 0, and its CRC.
-    private static func section(tableID: UInt8, idExtension: UInt16, body: [UInt8]) -> [UInt8] {
+    /// A long-form PSI section with version 0, current, section 0 of 0, and its CRC; throws when the
+    /// body is longer than a section_length (at most 1021) can say.
+    private static func section(tableID: UInt8, idExtension: UInt16, body: [UInt8]) throws(FormatError) -> [UInt8] {
+        guard 5 + body.count + 4 <= 1021 else {
+            throw FormatError("PSI section", "\(body.count) bytes of table data exceed section_length's 1021")
+        }
         var section: [UInt8] = [tableID]
         section.appendBigEndian(0xB000 | UInt16(5 + body.count + 4))
         section.appendBigEndian(idExtension)
@@ -239,6 +261,12 @@ struct TransportStreamWriter {
         let hasDTS = dts != nil && dts != pts
         let headerDataLength = hasDTS ? 10 : 5
         let pesLength = 3 + headerDataLength + payload.count
+        guard 6 + pesLength <= TransportStreamWriter.maximumPESSize else {
+            throw FormatError(
+                "PES packet",
+                "an access unit of \(payload.count) bytes exceeds the \(TransportStreamWriter.maximumPESSize) a PES "
+                    + "packet may carry")
+        }
         if pesLength > 0xFFFF {
             guard track.streamID & 0xF0 == 0xE0 else {
                 throw FormatError("PES packet", "\(payload.count) bytes of audio exceed a PES packet's 65535")

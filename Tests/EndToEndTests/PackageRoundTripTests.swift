@@ -51,6 +51,41 @@ import Testing
         #expect(verified.stdout.contains("OK: every access unit equals the source"))
     }
 
+    /// An AAC stream whose AudioSpecificConfig (`12 10`, AAC-LC 44.1 kHz stereo) is followed by padding
+    /// in the `esds`: 244 bytes of it and more used to overflow a one-byte length in the PMT and kill the
+    /// process (and with it the gateway, which packages in process). Only the two bytes the config
+    /// uses are signalled.
+    @Test(arguments: [244, 300, 4_096])
+    func packagesAACWhoseConfigIsPadded(_ padding: Int) throws {
+        let directory = try TemporaryDirectory()
+        let plain = directory.path("plain.m4a")
+        let made = try ffmpeg([
+            "-f", "lavfi", "-i", "sine=frequency=440:duration=1:sample_rate=44100", "-ac", "2", "-c:a", "aac", plain,
+        ])
+        try #require(made.status == 0, "\(made.stderr)")
+        let hostile = directory.path("padded.m4a")
+        let esds = MP4Boxes.esds(audioSpecificConfig: [0x12, 0x10] + [UInt8](repeating: 0, count: padding))
+        let bytes = try MP4Boxes.replacing(
+            "esds", with: esds, in: [UInt8](try Data(contentsOf: URL(fileURLWithPath: plain))))
+        try Data(bytes).write(to: URL(fileURLWithPath: hostile))
+
+        let output = directory.path("out")
+        let packaged = try package(hostile, output)
+        #expect(packaged.status == 0, "\(packaged.stderr)")
+        #expect(partialSiblings(of: output).isEmpty)
+        let verified = try guardPlay(["verify", output, "--source", hostile, "--key-file", output + ".key"])
+        #expect(verified.status == 0, "\(verified.stdout)\(verified.stderr)")
+        #expect(verified.stdout.contains("OK: every access unit equals the source"))
+
+        // The PMT (the segment's second packet) signals 'apad': audio_type zaac, priming 0, version 1,
+        // then setup_data_length 2 and the config's two bytes, no padding.
+        let segment = [UInt8](try Data(contentsOf: URL(fileURLWithPath: output + "/audio_00000.ts")))
+        let pmt = Array(segment[188..<376])
+        let apad = try #require(pmt.indices.first { Array(pmt[$0..<min($0 + 4, pmt.count)]) == Array("apad".utf8) })
+        #expect(Array(pmt[(apad + 4)..<(apad + 14)]) == Array("zaac".utf8) + [0, 0, 1, 2, 0x12, 0x10])
+        #expect(pmt[apad - 1] == 14, "registration descriptor length")
+    }
+
     @Test func writesTheMasterAndMediaPlaylistsTheIssueAsksFor() throws {
         let directory = try TemporaryDirectory()
         let output = directory.path("clip")

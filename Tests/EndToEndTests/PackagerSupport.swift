@@ -114,3 +114,73 @@ func waitUntil(timeout: TimeInterval = 60, _ condition: () -> Bool) -> Bool {
     }
     return condition()
 }
+
+/// MP4 boxes, just enough to rewrite one: the reviewer's hostile input is an FFmpeg-made `.m4a` whose
+/// `esds` is replaced, so the test makes it fresh instead of committing a binary.
+enum MP4Boxes {
+    /// Boxes that hold only boxes, and those with a fixed header before their child boxes.
+    private static let containers: Set<String> = ["moov", "trak", "mdia", "minf", "stbl", "udta"]
+    private static let headers: [String: Int] = ["stsd": 8, "mp4a": 28]
+
+    /// `file` with the body of every box of type `type` replaced by `body`, the sizes of its parents
+    /// updated; the `mdat` must come before the `moov`, so no chunk offset moves.
+    static func replacing(_ type: String, with body: [UInt8], in file: [UInt8]) throws -> [UInt8] {
+        let order = try boxes(file[...]).map(\.type)
+        try #require(
+            order.firstIndex(of: "mdat") ?? .max < order.firstIndex(of: "moov") ?? -1, "mdat before moov: \(order)")
+        return try rewrite(file[...], type, body)
+    }
+
+    private static func boxes(_ bytes: ArraySlice<UInt8>) throws -> [(type: String, body: ArraySlice<UInt8>)] {
+        var result: [(type: String, body: ArraySlice<UInt8>)] = []
+        var offset = bytes.startIndex
+        while offset < bytes.endIndex {
+            try #require(bytes.endIndex - offset >= 8, "a box header is cut short at \(offset)")
+            let size = bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) }
+            let type = String(decoding: bytes[(offset + 4)..<(offset + 8)], as: UTF8.self)
+            try #require(size >= 8 && size <= bytes.endIndex - offset, "box \(type) of \(size) bytes at \(offset)")
+            result.append((type, bytes[(offset + 8)..<(offset + size)]))
+            offset += size
+        }
+        return result
+    }
+
+    private static func rewrite(_ bytes: ArraySlice<UInt8>, _ target: String, _ replacement: [UInt8]) throws
+        -> [UInt8]
+    {
+        var out: [UInt8] = []
+        for (type, body) in try boxes(bytes) {
+            var newBody: [UInt8]
+            if type == target {
+                newBody = replacement
+            } else if containers.contains(type) {
+                newBody = try rewrite(body, target, replacement)
+            } else if let header = headers[type] {
+                newBody = Array(body.prefix(header)) + (try rewrite(body.dropFirst(header), target, replacement))
+            } else {
+                newBody = Array(body)
+            }
+            let size = UInt32(8 + newBody.count)
+            out += [UInt8(size >> 24), UInt8((size >> 16) & 0xFF), UInt8((size >> 8) & 0xFF), UInt8(size & 0xFF)]
+            out += Array(type.utf8) + newBody
+        }
+        return out
+    }
+
+    /// An `esds` body (ISO/IEC 14496-1 descriptors with 4-byte lengths) carrying `config` as the
+    /// AudioSpecificConfig of an AAC stream.
+    static func esds(audioSpecificConfig config: [UInt8]) -> [UInt8] {
+        func descriptor(_ tag: UInt8, _ payload: [UInt8]) -> [UInt8] {
+            let length = payload.count
+            return [
+                tag, 0x80 | UInt8((length >> 21) & 0x7F), 0x80 | UInt8((length >> 14) & 0x7F),
+                0x80 | UInt8((length >> 7) & 0x7F), UInt8(length & 0x7F),
+            ] + payload
+        }
+        // DecoderConfigDescriptor: MPEG-4 audio (0x40), audio stream (0x15), buffer size 0, 64 kb/s.
+        let decoderConfig = descriptor(
+            4, [0x40, 0x15, 0, 0, 0, 0, 0, 0xFA, 0, 0, 0, 0xFA, 0] + descriptor(5, config))
+        let elementary = descriptor(3, [0, 1, 0] + decoderConfig + descriptor(6, [2]))
+        return [0, 0, 0, 0] + elementary
+    }
+}

@@ -136,6 +136,23 @@ import Testing
         #expect(config.adtsIncompatibility == nil)
     }
 
+    /// Only the bits the configuration defines become SAMPLE-AES setup data: a container's padding after
+    /// them is dropped (300 bytes of it used to overflow the one-byte length fields and trap), while the
+    /// SBR sync extension FFmpeg's encoder writes is kept.
+    @Test(
+        arguments: [
+            ([0x12, 0x10], [0x12, 0x10]),  // AAC-LC, 44.1 kHz, stereo: 16 bits
+            ([0x12, 0x10] + [UInt8](repeating: 0, count: 300), [0x12, 0x10]),
+            ([0x12, 0x10, 0x56, 0xE5, 0x00], [0x12, 0x10, 0x56, 0xE5, 0x00]),  // + 0x2B7, AOT 5, no SBR: 33 bits
+            ([0x12, 0x10, 0x56, 0xE5, 0x00] + [UInt8](repeating: 0, count: 250), [0x12, 0x10, 0x56, 0xE5, 0x00]),
+            ([0x2B, 0x11, 0x88, 0x00, 0x00, 0x00], [0x2B, 0x11, 0x88, 0x00]),  // explicit HE-AAC: 25 bits
+            ([0x13, 0x10, 0xFF, 0xFF], [0x13, 0x10]),  // 24 kHz stereo in 16 bits; 0xFFFF is no sync extension
+            ([0x12, 0x12, 0x00, 0x00, 0x00, 0x00], [0x12, 0x12, 0x00, 0x00]),  // dependsOnCoreCoder: 30 bits
+        ] as [([UInt8], [UInt8])])
+    func keepsOnlyTheBytesTheConfigurationUses(_ given: [UInt8], _ used: [UInt8]) throws {
+        #expect(try AudioSpecificConfig(given).bytes == used)
+    }
+
     @Test func findsWhatADTSCannotCarry() throws {
         #expect(try AudioSpecificConfig([0x11, 0x80]).adtsIncompatibility != nil)  // channel configuration 0
         #expect(try AudioSpecificConfig([0xF8, 0xE8, 0x80]).adtsIncompatibility != nil)  // AOT 39 (ER AAC ELD)

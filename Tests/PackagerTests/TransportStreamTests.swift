@@ -13,7 +13,7 @@ import Testing
                 TransportStreamTrack(
                     pid: 0x101, streamType: ElementaryCodec.aac.streamType(encrypted: encrypted), streamID: 0xC0,
                     descriptors: TransportStreamDescriptor.privateDataIndicator("aacd")
-                        + TransportStreamDescriptor.registration("apad", setup.bytes)),
+                        + TransportStreamDescriptor.registration("apad", setup.serialized())),
             ], pcrPID: 0x100)
     }
 
@@ -125,10 +125,52 @@ import Testing
     }
 }
 
+/// Every length byte the writers fill is checked: an over-long field throws, never traps.
+@Suite struct TransportStreamLimitTests {
+    @Test func audioSetupDataUpTo255BytesSerialisesAndLongerThrows() throws {
+        let longest = AudioSetupInformation(audioType: "zaac", setupData: [UInt8](repeating: 7, count: 255))
+        let bytes = try longest.serialized()
+        #expect(bytes.count == 8 + 255 && bytes[7] == 255)
+        #expect(try AudioSetupInformation(bytes: bytes) == longest)
+        let tooLong = AudioSetupInformation(audioType: "zaac", setupData: [UInt8](repeating: 7, count: 256))
+        #expect(throws: FormatError.self) { try tooLong.serialized() }
+    }
+
+    @Test func registrationDescriptorsUpTo251AdditionalBytesAndLongerThrows() throws {
+        let longest = try TransportStreamDescriptor.registration("apad", [UInt8](repeating: 1, count: 251))
+        #expect(longest.count == 2 + 255 && longest[1] == 255)
+        #expect(throws: FormatError.self) {
+            try TransportStreamDescriptor.registration("apad", [UInt8](repeating: 1, count: 252))
+        }
+    }
+
+    @Test func aPMTThatCannotFitOnePacketThrows() {
+        let descriptors = try? TransportStreamDescriptor.registration("apad", [UInt8](repeating: 1, count: 200))
+        #expect(throws: FormatError.self) {
+            try TransportStreamWriter(
+                tracks: [TransportStreamTrack(pid: 0x101, streamType: 0xCF, streamID: 0xC0, descriptors: descriptors!)],
+                pcrPID: 0x101)
+        }
+    }
+
+    @Test func theWriterRefusesAPESLargerThanTheReaderAccepts() throws {
+        var ts = try TransportStreamWriter(
+            tracks: [TransportStreamTrack(pid: 0x100, streamType: 0x1B, streamID: 0xE0, descriptors: [])],
+            pcrPID: 0x100)
+        // 14 bytes of PES header (with PTS) plus the payload must stay within the limit.
+        let payload = [UInt8](repeating: 0, count: TransportStreamWriter.maximumPESSize - 13)
+        #expect(throws: FormatError.self) {
+            try payload.withUnsafeBytes {
+                try ts.writePES(track: 0, payload: $0, pts: 0, dts: nil, pcr: nil, randomAccess: true, to: ByteBuffer())
+            }
+        }
+    }
+}
+
 @Suite struct PackedAudioTests {
     @Test func writesTheTimestampAndAudioDescriptionPRIVFrames() throws {
         let setup = AudioSetupInformation(audioType: "zaac", setupData: [0x12, 0x10])
-        let tag = PackedAudio.id3Tag(timestamp: (1 << 33) + 0x1_0203_0405, setup: setup)
+        let tag = try PackedAudio.id3Tag(timestamp: (1 << 33) + 0x1_0203_0405, setup: setup.serialized())
         #expect(Array(tag[0..<6]) == Array("ID3".utf8) + [4, 0, 0])
         let owner = Array("com.apple.streaming.transportStreamTimestamp".utf8)
         let stampFrame =
