@@ -35,7 +35,16 @@ public struct KeyLine: Sendable, Equatable {
 func formatDuration(_ seconds: Double) -> String { String(format: "%.6f", seconds) }
 
 /// Rounds a duration to the nearest integer, as EXT-X-TARGETDURATION is compared (halves round up).
-func roundedDuration(_ seconds: Double) -> Int { Int((seconds + 0.5).rounded(.down)) }
+func roundedDuration(_ seconds: Double) -> Int { clampedInt((seconds + 0.5).rounded(.down)) }
+
+/// `value` without its fraction, clamped to `Int`'s range (NaN becomes 0): for numbers derived from
+/// files, whose conversion must never trap.
+func clampedInt(_ value: Double) -> Int {
+    if value.isNaN { return 0 }
+    if value >= Double(Int.max) { return Int.max }  // Double(Int.max) is 2^63, one more than Int.max
+    if value <= Double(Int.min) { return Int.min }
+    return Int(value)
+}
 
 /// A media playlist as the packager writes it (VOD, media sequence 0, independent segments).
 struct MediaPlaylist {

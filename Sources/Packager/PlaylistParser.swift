@@ -66,6 +66,12 @@ struct ParsedMediaPlaylist {
     /// Tags the packager never writes, with their line numbers.
     var unknownTags: [String] = []
 
+    /// The longest EXTINF accepted, in seconds (about 11.6 days): far beyond any segment, small enough
+    /// that sums and rates over a playlist's durations stay ordinary numbers.
+    static let maximumDuration = 1_000_000.0
+    /// The largest byte range length or offset accepted: the largest segment the verifier reads.
+    static let byteRangeLimit = VerificationRun.segmentLimit
+
     /// Parses `text`, naming `name` in errors; malformed lines throw.
     init(_ text: String, name: String) throws(FormatError) {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
@@ -87,7 +93,17 @@ struct ParsedMediaPlaylist {
                 if let pending = range, pending.offset < 0 {
                     byteRange = (pending.length, nextOffset[line] ?? 0)
                 }
-                if let byteRange { nextOffset[line] = byteRange.offset + byteRange.length }
+                if let byteRange {
+                    // Both are at most byteRangeLimit, so the sum cannot overflow.
+                    let end = byteRange.offset + byteRange.length
+                    guard end <= ParsedMediaPlaylist.byteRangeLimit else {
+                        throw FormatError(
+                            place,
+                            "byte range \(byteRange.length)@\(byteRange.offset) ends past "
+                                + "\(ParsedMediaPlaylist.byteRangeLimit) bytes, the largest segment read")
+                    }
+                    nextOffset[line] = end
+                }
                 segments.append(Segment(duration: seconds, uri: line, byteRange: byteRange, key: key, line: number))
                 duration = nil
                 range = nil
@@ -121,22 +137,51 @@ struct ParsedMediaPlaylist {
                 key = attributes["METHOD"] == "NONE" ? nil : attributes
             case "#EXTINF":
                 let text = value.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-                guard let seconds = Double(text), seconds.isFinite, seconds >= 0 else {
-                    throw FormatError(place, "EXTINF duration '\(text)' is not a non-negative number")
-                }
-                duration = seconds
+                duration = try ParsedMediaPlaylist.duration(String(text), place: place)
                 if text.contains(".") { hasDecimalDurations = true }
             case "#EXT-X-BYTERANGE":
-                let parts = value.split(separator: "@", omittingEmptySubsequences: false)
-                guard parts.count <= 2, let length = Int(parts[0]), length > 0,
-                    parts.count == 1 || Int(parts[1]) != nil, (Int(parts.last!) ?? 0) >= 0
-                else { throw FormatError(place, "bad byte range '\(value)'") }
-                range = (length, parts.count == 2 ? Int(parts[1])! : -1)
+                range = try ParsedMediaPlaylist.byteRange(value, place: place)
             default:
                 unknownTags.append("\(place): \(tag)")
             }
         }
         if duration != nil { throw FormatError(name, "ends with an EXTINF that has no segment URI") }
+    }
+
+    /// An EXTINF duration: a decimal-floating-point (digits with at most one point, RFC 8216 §4.2; no
+    /// sign, exponent, `inf` or `nan`), more than 0 and at most `maximumDuration` seconds.
+    static func duration(_ text: String, place: String) throws(FormatError) -> Double {
+        let isDecimal =
+            !text.isEmpty && text != "." && text.filter({ $0 == "." }).count <= 1
+            && text.allSatisfy { $0 == "." || ("0"..."9").contains($0) }
+        guard isDecimal, let seconds = Double(text) else {
+            throw FormatError(place, "EXTINF duration '\(text.prefix(40))' is not a decimal number of seconds")
+        }
+        guard seconds > 0, seconds <= maximumDuration else {
+            throw FormatError(
+                place,
+                "EXTINF duration \(text.prefix(40)) is outside 0 (exclusive) to \(Int(maximumDuration)) seconds")
+        }
+        return seconds
+    }
+
+    /// An EXT-X-BYTERANGE value `length[@offset]`, the offset −1 when absent (it follows the previous
+    /// range of the same URI); length 1 to `byteRangeLimit`, offset 0 to `byteRangeLimit`.
+    static func byteRange(_ value: String, place: String) throws(FormatError) -> (length: Int, offset: Int) {
+        let parts = value.split(separator: "@", omittingEmptySubsequences: false)
+        let isDigits = { (part: Substring) in !part.isEmpty && part.allSatisfy { ("0"..."9").contains($0) } }
+        guard parts.count <= 2, parts.allSatisfy(isDigits) else {
+            throw FormatError(place, "bad byte range '\(value.prefix(60))': length[@offset] in decimal digits")
+        }
+        guard let length = Int(parts[0]), length > 0, length <= byteRangeLimit else {
+            throw FormatError(
+                place, "byte range length \(parts[0].prefix(40)) is outside 1 to \(byteRangeLimit) bytes")
+        }
+        guard parts.count == 2 else { return (length, -1) }
+        guard let offset = Int(parts[1]), offset <= byteRangeLimit else {
+            throw FormatError(place, "byte range offset \(parts[1].prefix(40)) is beyond \(byteRangeLimit) bytes")
+        }
+        return (length, offset)
     }
 }
 

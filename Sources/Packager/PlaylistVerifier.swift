@@ -14,7 +14,7 @@ final class PlaylistVerifier {
     private let cipher: SampleAESCipher?
     private let expected: ExpectedAccessUnits?
     private let slots: [Int]?
-    private let read: (String) -> [UInt8]?
+    private let read: (String) -> OutputRead
 
     private(set) var problems: [String] = []
     private(set) var mismatches: [String] = []
@@ -31,7 +31,7 @@ final class PlaylistVerifier {
 
     init(
         name: String, playlist: ParsedMediaPlaylist, method: String, cipher: SampleAESCipher?,
-        expected: ExpectedAccessUnits?, slots: [Int]?, read: @escaping (String) -> [UInt8]?
+        expected: ExpectedAccessUnits?, slots: [Int]?, read: @escaping (String) -> OutputRead
     ) {
         self.name = name
         self.playlist = playlist
@@ -68,16 +68,32 @@ final class PlaylistVerifier {
 
     func run() {
         var reader = TransportStreamReader(name: name)
+        var listed = Set<String>()
         for segment in playlist.segments {
             guard VerificationRun.isPlainFileName(segment.uri) else {
                 problem("\(name) line \(segment.line): '\(segment.uri)' is not a file inside the output directory")
                 segmentStarts.append(nil)
                 continue
             }
-            guard var bytes = read(segment.uri) else {
-                problem("\(name): segment \(segment.uri) is missing, unreadable or too large")
+            // GuardPlay lists every segment once; a repeat is not read again (a playlist could name one
+            // huge file thousands of times).
+            guard listed.insert(segment.uri).inserted else {
+                problem("\(name) line \(segment.line): segment \(segment.uri) is listed again", kind: "repeat")
                 segmentStarts.append(nil)
                 continue
+            }
+            var bytes: [UInt8]
+            switch read(segment.uri) {
+            case .bytes(let read): bytes = read
+            case .unreadable:
+                problem("\(name): segment \(segment.uri) is missing, unreadable or over 512 MiB")
+                segmentStarts.append(nil)
+                continue
+            case .overBudget:
+                problem(
+                    "\(name): verification stopped before \(segment.uri): the playlists ask to read more than "
+                        + "\(VerificationRun.readLimit >> 30) GiB from the output")
+                return
             }
             if method == "AES-128" {
                 guard let decrypted = decryptWhole(bytes, segment: segment) else {

@@ -61,6 +61,9 @@ struct PESPacket {
 struct TransportStreamReader {
     private var continuity: [UInt16: UInt8] = [:]
     private var pending: [UInt16: (header: PESPacket, bytes: [UInt8])] = [:]
+    /// PIDs whose current PES outgrew `TransportStreamWriter.maximumPESSize`: dropped with an issue,
+    /// their packets skipped until the next PES starts.
+    private var oversized: Set<UInt16> = []
     /// The PMT PID the PAT announced.
     private(set) var programMapPID: UInt16?
     /// The last PMT read.
@@ -70,9 +73,14 @@ struct TransportStreamReader {
     /// Violations found so far, in words.
     private(set) var issues: [String] = []
     private let name: String
+    private let maximumPESSize: Int
 
-    /// A reader naming `name` (such as a segment file) in its messages.
-    init(name: String) { self.name = name }
+    /// A reader naming `name` (such as a segment file) in its messages, which assembles PES packets
+    /// of at most `maximumPESSize` bytes.
+    init(name: String, maximumPESSize: Int = TransportStreamWriter.maximumPESSize) {
+        self.name = name
+        self.maximumPESSize = maximumPESSize
+    }
 
     /// Reads whole TS packets; `baseOffset` is the position of `bytes` in its file, for PES offsets.
     /// Returns the PES packets that were completed.
@@ -165,13 +173,24 @@ struct TransportStreamReader {
                 if let previous = pending.removeValue(forKey: pid), let packet = complete(previous) {
                     completed.append(packet)
                 }
+                oversized.remove(pid)
                 let header = PESPacket(
                     pid: pid, streamID: 0, pts: nil, dts: nil, payload: [], startOffset: position,
                     endOffset: position + 188, randomAccess: randomAccess, pcr: pcr)
                 pending[pid] = (header, Array(payload))
-            } else if pending[pid] != nil {
+            } else if let assembled = pending[pid]?.bytes.count {
+                guard assembled + payload.count <= maximumPESSize else {
+                    let start = pending.removeValue(forKey: pid)!.header.startOffset
+                    oversized.insert(pid)
+                    issues.append(
+                        "\(name): the PES on PID 0x\(String(pid, radix: 16)) at byte \(start) grows past "
+                            + "\(maximumPESSize) bytes, the largest GuardPlay writes; it is not checked")
+                    return
+                }
                 pending[pid]!.bytes.appendBytes(payload)
                 pending[pid]!.header.endOffset = position + 188
+            } else if oversized.contains(pid) {
+                return
             } else {
                 issues.append("\(name): PID 0x\(String(pid, radix: 16)) continues a PES that never started")
             }

@@ -7,10 +7,11 @@ extension VerificationRun {
         name: String, _ playlist: ParsedMediaPlaylist, expected: ExpectedAccessUnits?, slots: [Int]?
     ) {
         let directory = self.directory
+        let budget = self.budget
         let checker = PlaylistVerifier(
             name: name, playlist: playlist, method: method, cipher: cipher, expected: expected,
             slots: slots,
-            read: { uri in VerificationRun.readFile(directory + "/" + uri, limit: VerificationRun.segmentLimit) })
+            read: { uri in budget.read(directory + "/" + uri, limit: VerificationRun.segmentLimit) })
         checker.expectedKey = key
         checker.run()
         report.segments += playlist.segments.count
@@ -54,11 +55,17 @@ extension VerificationRun {
                 continue
             }
             if cache?.uri != entry.uri {
-                cache = VerificationRun.readFile(directory + "/" + entry.uri, limit: VerificationRun.segmentLimit)
-                    .map { (entry.uri, $0) }
+                switch budget.read(directory + "/" + entry.uri, limit: VerificationRun.segmentLimit) {
+                case .bytes(let bytes): cache = (entry.uri, bytes)
+                case .unreadable: cache = nil
+                case .overBudget:
+                    problem(budget.exhaustedProblem)
+                    return
+                }
             }
+            // Subtracting, not adding: the sum of a hostile offset and length could overflow.
             guard let file = cache?.bytes, range.offset % 188 == 0, range.length % 188 == 0,
-                range.offset + range.length <= file.count, range.length >= 3 * 188
+                range.offset <= file.count, range.length <= file.count - range.offset, range.length >= 3 * 188
             else {
                 problem(
                     "\(place): byte range \(range.length)@\(range.offset) is not whole TS packets inside \(entry.uri)")
@@ -187,7 +194,7 @@ extension VerificationRun {
     private mutating func checkRate(_ what: String, _ declared: Int, _ measured: Double) {
         guard measured > 0 else { return }
         if Double(declared) < measured * 0.9 || Double(declared) > measured * 1.1 {
-            problem("\(what) is \(declared) but the segments measure \(Int(measured.rounded())) bit/s")
+            problem("\(what) is \(declared) but the segments measure \(clampedInt(measured.rounded())) bit/s")
         }
     }
 
@@ -198,18 +205,19 @@ extension VerificationRun {
         var bits = 0.0
         var seconds = 0.0
         for segment in playlist.segments {
-            let size: Int
+            // In Double: a file's size (a sparse file can claim nearly 2^63 bytes) times 8 overflows Int.
+            let size: Double
             if let range = segment.byteRange {
-                size = range.length
+                size = Double(range.length)
             } else {
                 var status = stat()
                 guard VerificationRun.isPlainFileName(segment.uri), stat(directory + "/" + segment.uri, &status) == 0
                 else { continue }
-                size = Int(status.st_size)
+                size = Double(status.st_size)
             }
-            bits += Double(size * 8)
+            bits += size * 8
             seconds += segment.duration
-            if segment.duration > 0 { peak = max(peak, Double(size * 8) / segment.duration) }
+            if segment.duration > 0 { peak = max(peak, size * 8 / segment.duration) }
         }
         return (peak, seconds > 0 ? bits / seconds : peak)
     }

@@ -7,6 +7,16 @@ struct VerificationRun {
     /// The largest playlist and segment the verifier reads, so hostile files cannot exhaust memory.
     static let playlistLimit = 4 << 20
     static let segmentLimit = 512 << 20
+    /// The most bytes one verification reads from the output, playlists, segments and I-frame ranges
+    /// together (64 GiB: about twice a three-hour programme at 20 Mbit/s, since the I-frame playlist
+    /// reads the video again), so a hostile playlist cannot keep it reading for hours.
+    static let readLimit = 64 << 30
+    /// The most media playlists a master playlist may name (GuardPlay writes one per audio stream, the
+    /// video and the I-frames).
+    static let playlistCountLimit = 1_000
+    /// The most entries (segments and I-frame ranges) all media playlists together may list: a day of
+    /// one-second segments in two playlists.
+    static let entryLimit = 200_000
     /// Mismatch lines kept in the report (all are counted).
     static let mismatchLines = 20
 
@@ -14,6 +24,8 @@ struct VerificationRun {
     var key: [UInt8]?
     let source: String?
     var report = VerificationReport(method: "NONE", playlists: [], segments: 0, streams: [])
+    /// What is left of `readLimit`.
+    let budget = ReadBudget(bytes: VerificationRun.readLimit)
     var method = "NONE"
     var cipher: SampleAESCipher?
     /// Digests of IDR pictures by segment URI and PTS, for the I-frame playlist.
@@ -66,22 +78,36 @@ struct VerificationRun {
             return report
         }
 
-        // The media playlists the master names.
+        // The media playlists the master names, each once, in order.
         var mediaNames: [String] = []
-        for uri in master.variants.map(\.uri) + master.media.compactMap({ $0["URI"] }) where !mediaNames.contains(uri) {
+        var namedOnce = Set<String>()
+        for uri in master.variants.map(\.uri) + master.media.compactMap({ $0["URI"] })
+        where namedOnce.insert(uri).inserted {
             mediaNames.append(uri)
         }
         let iFrameNames = master.iFrameVariants.compactMap { $0["URI"] }
+        let iFrameSet = Set(iFrameNames)
+        guard mediaNames.count + iFrameNames.count <= VerificationRun.playlistCountLimit else {
+            problem(
+                "master.m3u8 names \(mediaNames.count + iFrameNames.count) media playlists, more than the "
+                    + "\(VerificationRun.playlistCountLimit) the verifier reads")
+            return report
+        }
         var playlists: [String: ParsedMediaPlaylist] = [:]
         for name in mediaNames + iFrameNames {
             guard VerificationRun.isPlainFileName(name) else {
                 problem("master.m3u8 names '\(name)', which is not a file inside the output directory")
                 continue
             }
-            guard let bytes = VerificationRun.readFile(directory + "/" + name, limit: VerificationRun.playlistLimit)
-            else {
-                problem("master.m3u8 names \(name), which is missing or unreadable")
+            let bytes: [UInt8]
+            switch budget.read(directory + "/" + name, limit: VerificationRun.playlistLimit) {
+            case .bytes(let read): bytes = read
+            case .unreadable:
+                problem("master.m3u8 names \(name), which is missing, unreadable or over 4 MiB")
                 continue
+            case .overBudget:
+                problem(budget.exhaustedProblem)
+                return report
             }
             do {
                 playlists[name] = try ParsedMediaPlaylist(String(decoding: bytes, as: UTF8.self), name: name)
@@ -94,7 +120,14 @@ struct VerificationRun {
             problem("master.m3u8 names no readable media playlist")
             return report
         }
-        checkPlaylists(playlists, iFrameNames: Set(iFrameNames))
+        let entries = playlists.values.reduce(0) { $0 + $1.segments.count }
+        guard entries <= VerificationRun.entryLimit else {
+            problem(
+                "the media playlists list \(entries) segments and ranges, more than the \(VerificationRun.entryLimit) "
+                    + "the verifier checks")
+            return report
+        }
+        checkPlaylists(playlists, iFrameNames: iFrameSet)
         try resolveKey(playlists)
         checkNoKeyPublished()
 
@@ -133,7 +166,7 @@ struct VerificationRun {
             }
         }
 
-        for name in mediaNames where !iFrameNames.contains(name) {
+        for name in mediaNames where !iFrameSet.contains(name) {
             guard let playlist = playlists[name] else { continue }
             let slots = layout?.playlists.first { $0.name + ".m3u8" == name }?.slots
             var expected: ExpectedAccessUnits? = nil
@@ -291,6 +324,52 @@ struct VerificationRun {
         }
     }
 }
+
+/// What reading one file of the output gave.
+enum OutputRead {
+    /// The file's bytes.
+    case bytes([UInt8])
+    /// Missing, not a regular file, over its size limit, or unreadable.
+    case unreadable
+    /// Reading it would pass the verification's `readLimit`.
+    case overBudget
+}
+
+/// How many bytes a verification may still read from the output; every read of a playlist, segment
+/// or I-frame range's file is charged its size.
+final class ReadBudget {
+    /// The limit it started from.
+    let limit: Int
+    /// Bytes left.
+    private(set) var remaining: Int
+
+    /// A budget of `bytes`.
+    init(bytes: Int) {
+        limit = bytes
+        remaining = bytes
+    }
+
+    /// The problem to report once a read was refused.
+    var exhaustedProblem: String {
+        "verification stopped: the playlists ask to read more than \(limit >> 30) GiB from the output"
+    }
+
+    /// Reads the regular file at `path` if it holds at most `limit` bytes and the budget allows.
+    func read(_ path: String, limit: Int) -> OutputRead {
+        var status = stat()
+        guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size <= limit else {
+            return .unreadable
+        }
+        let size = Int(status.st_size)
+        guard size <= remaining else { return .overBudget }
+        guard let data = FileManager.default.contents(atPath: path), data.count <= limit else { return .unreadable }
+        remaining -= max(size, data.count)
+        return .bytes([UInt8](data))
+    }
+}
+
+@available(*, unavailable, message: "one verification charges it")
+extension ReadBudget: Sendable {}
 
 /// The key file format: 16 raw bytes (what HLS key URIs return), or 32 hex digits as text.
 public enum KeyFileFormat {

@@ -3,7 +3,7 @@ import Testing
 
 /// `guard-play verify` must fail, with the right code and a reason, on every kind of damage: the oracle
 /// is only worth something if it can say no.
-@Suite struct VerifyTests {
+@Suite(.timeLimit(.minutes(10))) struct VerifyTests {
     /// A fresh SAMPLE-AES output of clip.mp4 (key OUT.key), for one test to damage.
     private func packaged(_ directory: TemporaryDirectory, _ name: String = "clip.mp4") throws -> String {
         let output = directory.path("out")
@@ -130,6 +130,93 @@ import Testing
         try "not a playlist".write(toFile: output + "/master.m3u8", atomically: true, encoding: .utf8)
         let garbage = try verify(output)
         #expect(garbage.status == 31 && garbage.stdout.contains("#EXTM3U"))
+    }
+
+    /// A hand-written output: a master naming one media playlist, and that playlist's `body` after
+    /// `#EXTM3U` (the reviewer's inputs, which all used to trap the verifier).
+    static let hostilePlaylists: [(name: String, body: String, says: String)] = [
+        (
+            "byte range near Int.max",
+            "#EXT-X-VERSION:4\n#EXT-X-TARGETDURATION:6\n#EXTINF:6.0,\n"
+                + "#EXT-X-BYTERANGE:9223372036854775807@1\nseg0.ts\n#EXT-X-ENDLIST",
+            "byte range length 9223372036854775807 is outside 1 to 536870912 bytes"
+        ),
+        (
+            "EXTINF 1e300", "#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:6\n#EXTINF:1e300,\nseg0.ts\n#EXT-X-ENDLIST",
+            "EXTINF duration '1e300' is not a decimal number of seconds"
+        ),
+        (
+            "EXTINF 1e300 without TARGETDURATION", "#EXT-X-VERSION:3\n#EXTINF:1e300,\nseg0.ts\n#EXT-X-ENDLIST",
+            "EXTINF duration '1e300' is not a decimal number of seconds"
+        ),
+        (
+            "EXTINF of 301 digits",
+            "#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:6\n#EXTINF:1"
+                + String(repeating: "0", count: 300) + ",\nseg0.ts\n#EXT-X-ENDLIST",
+            "is outside 0 (exclusive) to 1000000 seconds"
+        ),
+        (
+            "byte range of 2e18 bytes",
+            "#EXT-X-VERSION:4\n#EXT-X-TARGETDURATION:6\n#EXTINF:6.0,\n"
+                + "#EXT-X-BYTERANGE:2000000000000000000\nseg0.ts\n#EXT-X-ENDLIST",
+            "byte range length 2000000000000000000 is outside 1 to 536870912 bytes"
+        ),
+        (
+            "EXTINF 1e-300", "#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:6\n#EXTINF:1e-300,\nseg0.ts\n#EXT-X-ENDLIST",
+            "EXTINF duration '1e-300' is not a decimal number of seconds"
+        ),
+        (
+            // A legal decimal so small that the measured bit rate is beyond Int: the report says so.
+            "EXTINF of 1e-321 written out",
+            "#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:6\n#EXTINF:0."
+                + String(repeating: "0", count: 320) + "1,\nseg0.ts\n#EXT-X-ENDLIST",
+            "BANDWIDTH is 1 but the segments measure 9223372036854775807 bit/s"
+        ),
+        (
+            "implicit byte range offset past the limit",
+            "#EXT-X-VERSION:4\n#EXT-X-TARGETDURATION:6\n#EXTINF:6.0,\n"
+                + "#EXT-X-BYTERANGE:536870000@0\nseg0.ts\n#EXTINF:6.0,\n#EXT-X-BYTERANGE:536870000\nseg0.ts\n"
+                + "#EXT-X-ENDLIST",
+            "byte range 536870000@536870000 ends past 536870912 bytes"
+        ),
+        (
+            "one segment listed again and again",
+            "#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:6\n"
+                + String(repeating: "#EXTINF:6.0,\nseg0.ts\n", count: 1_000) + "#EXT-X-ENDLIST",
+            "segment seg0.ts is listed again"
+        ),
+        (
+            "more entries than the verifier checks",
+            "#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:1\n"
+                + String(repeating: "#EXTINF:1,\nseg0.ts\n", count: 200_001) + "#EXT-X-ENDLIST",
+            "the media playlists list 200001 segments and ranges, more than the 200000 the verifier checks"
+        ),
+    ]
+
+    @Test(arguments: hostilePlaylists.indices)
+    func refusesHostilePlaylistsWithoutCrashing(_ index: Int) throws {
+        let (_, body, says) = Self.hostilePlaylists[index]
+        let directory = try TemporaryDirectory()
+        let output = directory.path("out")
+        try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: false)
+        try "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1,AVERAGE-BANDWIDTH=1,CODECS=\"avc1.640028\"\nvideo.m3u8\n".write(
+            toFile: output + "/master.m3u8", atomically: true, encoding: .utf8)
+        try ("#EXTM3U\n" + body + "\n").write(toFile: output + "/video.m3u8", atomically: true, encoding: .utf8)
+        try Data(Reference.noise(188 * 4)).write(to: URL(fileURLWithPath: output + "/seg0.ts"))
+        let result = try guardPlay(["verify", output])
+        #expect(result.status == 31, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains(says), "\(result.stdout)")
+    }
+
+    @Test func refusesAMasterNamingMorePlaylistsThanItReads() throws {
+        let directory = try TemporaryDirectory()
+        let output = directory.path("out")
+        try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: false)
+        let variants = (0...1_000).map { "#EXT-X-STREAM-INF:BANDWIDTH=1\nv\($0).m3u8\n" }.joined()
+        try ("#EXTM3U\n" + variants).write(toFile: output + "/master.m3u8", atomically: true, encoding: .utf8)
+        let result = try guardPlay(["verify", output])
+        #expect(result.status == 31, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("master.m3u8 names 1001 media playlists, more than the 1000 the verifier reads"))
     }
 
     @Test func saysWhatIsMissing() throws {

@@ -70,6 +70,60 @@ import Testing
         #expect(throws: FormatError.self) { try ParsedMediaPlaylist(text, name: "bad.m3u8") }
     }
 
+    /// Durations and byte ranges that used to overflow the verifier's arithmetic are refused where they
+    /// are read, each with its own reason.
+    @Test(arguments: [
+        ("#EXTINF:1e300,\na.ts", "is not a decimal number"),
+        ("#EXTINF:1e-300,\na.ts", "is not a decimal number"),
+        ("#EXTINF:inf,\na.ts", "is not a decimal number"),
+        ("#EXTINF:nan,\na.ts", "is not a decimal number"),
+        ("#EXTINF:-1,\na.ts", "is not a decimal number"),
+        ("#EXTINF:1.2.3,\na.ts", "is not a decimal number"),
+        ("#EXTINF:0,\na.ts", "outside 0 (exclusive) to 1000000 seconds"),
+        ("#EXTINF:1000000.5,\na.ts", "outside 0 (exclusive) to 1000000 seconds"),
+        ("#EXTINF:1" + String(repeating: "0", count: 300) + ",\na.ts", "outside 0 (exclusive) to 1000000 seconds"),
+        ("#EXTINF:6,\n#EXT-X-BYTERANGE:9223372036854775807@1\na.ts", "length 9223372036854775807 is outside"),
+        ("#EXTINF:6,\n#EXT-X-BYTERANGE:2000000000000000000\na.ts", "length 2000000000000000000 is outside"),
+        ("#EXTINF:6,\n#EXT-X-BYTERANGE:99999999999999999999@0\na.ts", "is outside 1 to"),
+        ("#EXTINF:6,\n#EXT-X-BYTERANGE:188@9223372036854775807\na.ts", "offset 9223372036854775807 is beyond"),
+        ("#EXTINF:6,\n#EXT-X-BYTERANGE:-188@0\na.ts", "bad byte range"),
+        ("#EXTINF:6,\n#EXT-X-BYTERANGE:0@0\na.ts", "is outside 1 to"),
+        // Each range within the limit, but their end past it: written, or implied by a range without offset.
+        ("#EXTINF:6,\n#EXT-X-BYTERANGE:536870912@536870912\na.ts", "ends past 536870912 bytes"),
+        (
+            "#EXTINF:6,\n#EXT-X-BYTERANGE:536870000@0\na.ts\n#EXTINF:6,\n#EXT-X-BYTERANGE:1000\na.ts",
+            "1000@536870000 ends past"
+        ),
+    ])
+    func refusesHostileDurationsAndByteRanges(_ body: String, _ says: String) {
+        #expect {
+            try ParsedMediaPlaylist("#EXTM3U\n#EXT-X-TARGETDURATION:6\n" + body + "\n", name: "h.m3u8")
+        } throws: { error in
+            "\(error)".contains(says) && "\(error)".hasPrefix("h.m3u8 line ")
+        }
+    }
+
+    @Test func acceptsTheLargestDurationAndByteRange() throws {
+        let text =
+            "#EXTM3U\n#EXTINF:1000000,\n#EXT-X-BYTERANGE:536870912@0\na.ts\n#EXTINF:0.000001,\n"
+            + "#EXT-X-BYTERANGE:1@0\nb.ts\n"
+        let parsed = try ParsedMediaPlaylist(text, name: "p")
+        #expect(parsed.segments.map(\.duration) == [1_000_000, 0.000_001])
+        #expect(parsed.segments[0].byteRange! == (536_870_912, 0))
+    }
+
+    @Test(arguments: [
+        (1e300, Int.max), (-1e300, Int.min), (Double.infinity, Int.max), (Double.nan, 0),
+        (9_223_372_036_854_775_807.0, Int.max), (-9_223_372_036_854_775_808.0, Int.min), (12.9, 12), (-12.9, -12),
+    ])
+    func clampsConversionsOfDerivedNumbers(_ value: Double, _ expected: Int) {
+        #expect(clampedInt(value) == expected)
+    }
+
+    @Test func roundsAHugeDurationWithoutTrapping() {
+        #expect(roundedDuration(1e300) == Int.max)
+    }
+
     @Test func parsesAttributeListsWithQuotedCommas() throws {
         let attributes = try AttributeList.parse(
             "BANDWIDTH=5,CODECS=\"avc1.64001e,mp4a.40.2\",RESOLUTION=640x360", structure: "t")

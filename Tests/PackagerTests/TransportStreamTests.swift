@@ -165,6 +165,26 @@ import Testing
             }
         }
     }
+
+    @Test func theReaderDropsAPESThatOutgrowsItsLimitAndReadsTheNextOne() throws {
+        var ts = try TransportStreamWriter(
+            tracks: [TransportStreamTrack(pid: 0x100, streamType: 0x1B, streamID: 0xE0, descriptors: [])],
+            pcrPID: 0x100)
+        let buffer = ByteBuffer()
+        ts.writeProgramTables(to: buffer)
+        let big = Reference.bytes(3_000, seed: 5)
+        let small = Reference.bytes(500, seed: 6)
+        for (payload, pts) in [(big, Int64(0)), (small, 3_000)] {
+            try payload.withUnsafeBytes {
+                try ts.writePES(track: 0, payload: $0, pts: pts, dts: nil, pcr: nil, randomAccess: true, to: buffer)
+            }
+        }
+        var reader = TransportStreamReader(name: "cap", maximumPESSize: 1_000)
+        let packets = try buffer.withUnsafeBytes { try reader.read($0) } + reader.finish()
+        #expect(packets.count == 1 && packets.first?.payload == small && packets.first?.pts == 3_000)
+        #expect(reader.issues.count == 1)
+        #expect(reader.issues.first?.contains("grows past 1000 bytes") == true, "\(reader.issues)")
+    }
 }
 
 @Suite struct PackedAudioTests {
