@@ -13,6 +13,16 @@ protocol AccessUnitProducer: AnyObject {
     var audioSetup: AudioSetupInformation? { get }
     /// Access units dropped and why, for a notice, or nil.
     var droppedNotice: String? { get }
+    /// True while the producer has output to make without another packet (a still image's frames).
+    var hasPendingOutput: Bool { get }
+    /// Makes some of that output, appending at least one access unit unless it runs out.
+    func continueOutput(into units: inout [AccessUnit]) throws
+}
+
+extension AccessUnitProducer {
+    /// Producers that turn each packet into its units at once have nothing pending.
+    var hasPendingOutput: Bool { false }
+    func continueOutput(into units: inout [AccessUnit]) throws {}
 }
 
 /// Packet timestamps as optionals.

@@ -88,9 +88,26 @@ final class AACTranscodeProducer: AccessUnitProducer {
 
 /// A still image encoded as `frameCount` frames of H.264 at 25 fps with libx264, an IDR at every
 /// segment boundary; x264's output does not depend on threading, so the verifier can encode it again.
+///
+/// The frames are encoded as they are asked for (`continueOutput`), a few at a time, so an hour of
+/// video made from a still is never held in memory at once.
 final class StillImageProducer: AccessUnitProducer {
     /// Frames per second of the video made from a still.
     static let frameRate: Int32 = 25
+    /// The most frames a still becomes: 3600 s, the longest `--still-duration`.
+    static let maximumFrames = 3_600 * Int(frameRate)
+    /// The largest width and height of a still image the packager encodes (4096, DCI 4K's width).
+    static let maximumDimension = 4_096
+
+    /// The refusal for a still image of `width`×`height`, or nil when it is small enough.
+    static func sizeRefusal(width: Int, height: Int) -> PackagingError? {
+        guard width > maximumDimension || height > maximumDimension else { return nil }
+        return PackagingError(
+            .unsupportedCodec,
+            "the still image is \(width)×\(height) pixels; GuardPlay makes video of at most "
+                + "\(maximumDimension)×\(maximumDimension) from a still: scale it down first (ffmpeg -i IN -vf "
+                + "scale=\(maximumDimension):\(maximumDimension):force_original_aspect_ratio=decrease OUT.png)")
+    }
 
     private let decoder: Decoder
     private let frameCount: Int
@@ -98,11 +115,14 @@ final class StillImageProducer: AccessUnitProducer {
     private let frame = Frame()
     private var converter = try! H264AnnexBConverter(extradata: [])
     private var mapper: TimestampMapper
-    private var encoded = false
+    private var decoded = false
+    /// While frames remain to be encoded: the encoder and the picture it is given again and again.
+    private var encoding: (encoder: Encoder, picture: Frame)?
+    private var framesSubmitted = 0
 
     init(input: InputContext, stream: InputStreamDescription, frameCount: Int, gop: Int) throws {
         decoder = try input.makeDecoder(streamIndex: stream.index, threads: 1)
-        self.frameCount = max(frameCount, 1)
+        self.frameCount = min(max(frameCount, 1), StillImageProducer.maximumFrames)
         self.gop = max(gop, 1)
         mapper = TimestampMapper(
             timeBase: (1, StillImageProducer.frameRate), offset: TimestampMapper.startOffset,
@@ -110,25 +130,46 @@ final class StillImageProducer: AccessUnitProducer {
     }
 
     func accept(_ packet: Packet, into units: inout [AccessUnit]) throws {
-        guard !encoded else { return }
+        guard !decoded else { return }
         _ = try decoder.send(packet)
-        if try decoder.receive(into: frame) == .output { try encodeStill(into: &units) }
+        if try decoder.receive(into: frame) == .output { try startEncoding(into: &units) }
     }
 
     func finish(into units: inout [AccessUnit]) throws {
-        guard !encoded else { return }
+        guard !decoded else { return }
         _ = try decoder.send(nil)
         guard try decoder.receive(into: frame) == .output else {
             throw FormatError("still image", "the image could not be decoded")
         }
-        try encodeStill(into: &units)
+        try startEncoding(into: &units)
     }
 
-    private func encodeStill(into units: inout [AccessUnit]) throws {
-        encoded = true
+    var hasPendingOutput: Bool { encoding != nil }
+
+    /// Encodes frames until at least one access unit comes out (x264 holds its lookahead first), and
+    /// after the last frame drains the encoder and lets go of it.
+    func continueOutput(into units: inout [AccessUnit]) throws {
+        guard let (encoder, picture) = encoding else { return }
+        let before = units.count
+        while units.count == before && framesSubmitted < frameCount {
+            picture.pts = Int64(framesSubmitted)
+            framesSubmitted += 1
+            try encoder.encode(picture) { packet in try self.emit(packet, into: &units) }
+        }
+        if framesSubmitted == frameCount {
+            try encoder.encode(nil) { packet in try self.emit(packet, into: &units) }
+            encoding = nil
+        }
+    }
+
+    private func startEncoding(into units: inout [AccessUnit]) throws {
+        decoded = true
+        // The container may not have said the size before decoding.
+        if let refusal = StillImageProducer.sizeRefusal(width: frame.width, height: frame.height) { throw refusal }
         let width = max(frame.width & ~1, 2)
         let height = max(frame.height & ~1, 2)
         let picture = try Scaler(width: width, height: height, pixelFormat: .yuv420p).scale(frame)
+        frame.reset()
         var settings = EncoderSettings(
             codecName: "libx264",
             media: .video(
@@ -139,12 +180,8 @@ final class StillImageProducer: AccessUnitProducer {
             "preset": "medium", "tune": "stillimage", "crf": "18", "threads": "1",
             "x264-params": "keyint=\(gop):min-keyint=\(gop):scenecut=0:open-gop=0",
         ]
-        let encoder = try Encoder(settings: settings)
-        for index in 0..<frameCount {
-            picture.pts = Int64(index)
-            try encoder.encode(picture) { packet in try self.emit(packet, into: &units) }
-        }
-        try encoder.encode(nil) { packet in try self.emit(packet, into: &units) }
+        encoding = (try Encoder(settings: settings), picture)
+        try continueOutput(into: &units)
     }
 
     private func emit(_ packet: Packet, into units: inout [AccessUnit]) throws {

@@ -145,15 +145,34 @@ final class SourceReader {
     /// The next access unit and the slot of its stream, or nil at the end of the input.
     func next() throws(PackagingError) -> (slot: Int, unit: AccessUnit)? {
         while readyHead == ready.count {
-            if finished { return nil }
             ready.removeAll(keepingCapacity: true)
             readyHead = 0
+            if try continuePendingOutput() { continue }
+            if finished { return nil }
             try readPacket()
         }
         let entry = ready[readyHead]
         ready[readyHead] = nil
         readyHead += 1
         return entry
+    }
+
+    /// Lets the first producer with output pending (a still image being encoded) make some; false when
+    /// none has any.
+    private func continuePendingOutput() throws(PackagingError) -> Bool {
+        for index in producers.keys.sorted() {
+            let (slot, producer) = producers[index]!
+            guard producer.hasPendingOutput else { continue }
+            var units: [AccessUnit] = []
+            do {
+                try producer.continueOutput(into: &units)
+            } catch {
+                throw InputCheck.classify(error, path: path)
+            }
+            append(units, slot: slot)
+            return true
+        }
+        return false
     }
 
     private func readPacket() throws(PackagingError) {

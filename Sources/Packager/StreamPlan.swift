@@ -92,6 +92,9 @@ struct StreamPlan: Sendable, Equatable {
             case "h264":
                 video = PlannedStream(source: first, codec: .h264, handling: .copyH264)
             case _ where isStill:
+                if let refusal = StillImageProducer.sizeRefusal(width: first.width, height: first.height) {
+                    throw refusal
+                }
                 video = PlannedStream(source: first, codec: .h264, handling: .encodeStill)
                 notices.append(
                     "the input is a still image (\(first.codecName)): encoding it as a short H.264 video, "

@@ -135,13 +135,16 @@ struct VerificationRun {
         var layout: OutputLayout? = nil
         var stillParameters = (frames: 1, gop: 1)
         if let video = playlists["video.m3u8"] {
-            let total = video.segments.reduce(0.0) { $0 + $1.duration }
-            stillParameters.frames = max(1, Int((total * Double(StillImageProducer.frameRate)).rounded()))
+            // Frames of a video made from a still, as the durations say; never more than the packager
+            // makes (a hostile playlist must not set the verifier encoding for days).
+            func frames(_ seconds: Double) -> Int {
+                min(
+                    StillImageProducer.maximumFrames,
+                    max(1, clampedInt((seconds * Double(StillImageProducer.frameRate)).rounded())))
+            }
+            stillParameters.frames = frames(video.segments.reduce(0.0) { $0 + $1.duration })
             let iFrames = iFrameNames.first.flatMap { playlists[$0] }?.segments ?? []
-            stillParameters.gop =
-                iFrames.count >= 2
-                ? max(1, Int((iFrames[0].duration * Double(StillImageProducer.frameRate)).rounded()))
-                : stillParameters.frames
+            stillParameters.gop = iFrames.count >= 2 ? frames(iFrames[0].duration) : stillParameters.frames
         }
         var plan: StreamPlan? = nil
         if let source {

@@ -72,6 +72,13 @@ import Testing
         try expectRefusal(input, status: 16, says: ["mpeg4", "H.264 video only", "re-encode"])
     }
 
+    @Test func refusesAStillImageLargerThan4096PixelsASide() throws {
+        let directory = try TemporaryDirectory()
+        let input = directory.path("wide.png")
+        #expect(try ffmpeg(["-f", "lavfi", "-i", "color=size=4104x16", "-frames:v", "1", input]).status == 0)
+        try expectRefusal(input, status: 16, says: ["4104×16", "at most 4096×4096", "scale"])
+    }
+
     @Test func refusesInputWithNoAudioOrVideo() throws {
         let directory = try TemporaryDirectory()
         _ = FileManager.default.createFile(

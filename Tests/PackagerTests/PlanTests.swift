@@ -66,6 +66,23 @@ private func stream(
         } throws: { error in (error as? PackagingError)?.kind == .unsupportedCodec }
     }
 
+    @Test(arguments: [(4_096, 4_096, true), (4_097, 16, false), (16, 4_097, false), (20_000, 20_000, false)])
+    func encodesStillsUpTo4096PixelsASide(_ width: Int, _ height: Int, _ accepted: Bool) throws {
+        var picture = stream(0, .video, "png")
+        picture.width = width
+        picture.height = height
+        if accepted {
+            #expect(try StreamPlan.make(streams: [picture], formatName: "png_pipe").video?.handling == .encodeStill)
+        } else {
+            #expect {
+                try StreamPlan.make(streams: [picture], formatName: "png_pipe")
+            } throws: { error in
+                (error as? PackagingError)?.kind == .unsupportedCodec && "\(error)".contains("\(width)×\(height)")
+                    && "\(error)".contains("at most 4096×4096")
+            }
+        }
+    }
+
     @Test func transcodesAACThatADTSCannotCarry() throws {
         let plan = try StreamPlan.make(streams: [stream(0, .audio, "aac", extradata: [0x11, 0x80])], formatName: "mov")
         #expect(plan.audio.first?.handling == .transcodeToAAC)
