@@ -3,7 +3,7 @@ import Testing
 
 /// `scripts/package-catalogue.sh`, the pipeline media teams copy into their CI: it packages and verifies
 /// every file, keeps keys out of the published tree, and fails the job on any file that does not make it.
-@Suite struct CatalogueScriptTests {
+@Suite(.timeLimit(.minutes(10))) struct CatalogueScriptTests {
     private let script = repositoryRoot.appendingPathComponent("scripts/package-catalogue.sh").path
 
     @Test func packagesAndVerifiesEveryFileAndFailsOnABadOne() throws {

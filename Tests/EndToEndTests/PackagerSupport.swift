@@ -5,7 +5,8 @@ import Testing
 let testKey = "00112233445566778899aabbccddeeff"
 let testIV = "0f0e0d0c0b0a09080706050403020100"
 
-/// Every media fixture in `media/` (everything but the script that makes them).
+/// Every media fixture in `media/` (everything but the script that makes them). When the folder cannot
+/// be listed this is empty, and `PackageRoundTripTests.findsTheFixtures` fails saying so.
 let mediaFixtures: [String] = {
     let names =
         (try? FileManager.default.contentsOfDirectory(atPath: repositoryRoot.appendingPathComponent("media").path))

@@ -83,10 +83,14 @@ private func encrypt(_ nals: [[UInt8]]) throws -> [UInt8] {
         let output = try encrypt([first, second])
         let expected = [0, 0, 0, 1] + Reference.encryptNAL(first) + [0, 0, 0, 1] + Reference.encryptNAL(second)
         #expect(output == expected)
-        // Same content in two NAL units encrypts identically: the chain restarted from the IV.
-        var tail = second
-        tail[0] = first[0]
-        #expect(Reference.encryptNAL(tail) == Reference.encryptNAL(first))
+        // The same NAL unit twice in one access unit comes out of the cipher identical both times: the
+        // chain restarted from the IV (carried on, the second copy's first block would be chained from
+        // the first copy's last ciphertext block).
+        let twice = try encrypt([first, first])
+        let copy = [0, 0, 0, 1] + Reference.encryptNAL(first)
+        #expect(twice.count == 2 * copy.count)
+        #expect(Array(twice.prefix(copy.count)) == copy && Array(twice.suffix(copy.count)) == copy)
+        #expect(Array(twice.suffix(copy.count)) != [0, 0, 0, 1] + first)
     }
 
     @Test func ciphertextThatFormsStartCodesIsEscaped() throws {
