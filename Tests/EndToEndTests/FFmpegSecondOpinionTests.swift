@@ -40,6 +40,16 @@ import Testing
     /// Copied streams, against a plain decode of the source.
     static let copied: [(fixture: String, options: [String], streams: [Expected])] = [
         ("clip.mp4", [], [video(300, lastDiffering: 298), primedAAC(469)]),
+        // Five segments instead of two: the cuts lose nothing, and the read-ahead gap stays at the end.
+        ("clip.mp4", ["--segment-duration", "2"], [video(300, lastDiffering: 298), primedAAC(469)]),
+        // Whole-segment AES-128, which FFmpeg decrypts completely: every video frame equal.
+        (
+            "clip.mp4", ["--encryption", "aes-128"],
+            [
+                Expected(mediaType: "video", offset: 0, decoded: 300, reference: 300, equal: 300, differing: []),
+                primedAAC(469),
+            ]
+        ),
         ("clip-ac3.mp4", [], [video(100, lastDiffering: 99), dolby(125)]),
         ("clip-eac3.mp4", [], [video(100, lastDiffering: 99), dolby(125)]),
         ("video-only.mp4", [], [video(100, lastDiffering: 99)]),
@@ -94,6 +104,42 @@ import Testing
             directory.path("protected") + "/master.m3u8", options: ["-allowed_extensions", "ALL"])
         let reference = try frameHashes(directory.path("clear") + "/master.m3u8")
         try compare(decoded, reference, expected)
+    }
+
+    /// FFmpeg's own SAMPLE-AES decryption, at the demuxer (`-c copy`), gives back the source's H.264 access
+    /// units byte for byte: the source through FFmpeg's `h264_mp4toannexb` against the packaged HLS,
+    /// both without SPS, PPS and AUD NAL units (the packager adds those, and `filter_units` re-assembles
+    /// both sides with FFmpeg's own start codes). This proves, with no GuardPlay code on the checking side,
+    /// that every slice and SEI reaches the output in order and that SAMPLE-AES encryption, the second
+    /// escaping and the TS framing are undone exactly; it does not check the parameter sets, which the
+    /// decoded-frame comparisons above cover. FFmpeg leaves the last access unit in decoding order
+    /// encrypted (its read-ahead bug), so exactly that one differs.
+    @Test func decryptsToTheSourcesAccessUnits() throws {
+        let directory = try TemporaryDirectory()
+        let output = directory.path("out")
+        #expect(try package(fixture("clip.mp4"), output).status == 0)
+        let withoutParameterSets = "filter_units=remove_types=7|8|9"
+        let source = try packetHashes(
+            fixture("clip.mp4"), bitstreamFilters: "h264_mp4toannexb," + withoutParameterSets)
+        let decrypted = try packetHashes(
+            output + "/master.m3u8", options: ["-allowed_extensions", "ALL"], bitstreamFilters: withoutParameterSets)
+        #expect(source.count == 300 && decrypted.count == 300)
+        let differing = (0..<min(source.count, decrypted.count)).filter { source[$0] != decrypted[$0] }
+        #expect(differing == [299], "access units that differ: \(differing)")
+    }
+
+    /// The size and MD5 of every video packet, in file order, as `ffmpeg -c copy -f framemd5` lists them.
+    private func packetHashes(_ input: String, options: [String] = [], bitstreamFilters: String) throws -> [String] {
+        let directory = try TemporaryDirectory()
+        let listing = directory.path("packets.md5")
+        let result = try ffmpeg(
+            options + ["-i", input, "-map", "0:v", "-c", "copy", "-bsf:v", bitstreamFilters, "-f", "framemd5", listing])
+        try #require(result.status == 0, "ffmpeg could not read \(input): \(result.stderr.prefix(500))")
+        return try String(contentsOfFile: listing, encoding: .utf8).split(separator: "\n").filter { !$0.hasPrefix("#") }
+            .map { line in
+                let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                return fields[4] + " " + fields[5]
+            }
     }
 
     /// Streams are matched by media type in order, since FFmpeg lists renditions before the video.
