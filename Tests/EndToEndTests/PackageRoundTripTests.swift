@@ -124,6 +124,36 @@ import Testing
         #expect(dualMaster.contains("AUDIO=\"audio\""))
     }
 
+    @Test func writesFairPlayKeyLines() throws {
+        let directory = try TemporaryDirectory()
+        let output = directory.path("out")
+        let packaged = try package(fixture("clip.mp4"), output, ["--key-format", "fairplay", "--key-id", testIV])
+        #expect(packaged.status == 0, "\(packaged.stderr)")
+        let keyLine =
+            "#EXT-X-KEY:METHOD=SAMPLE-AES,URI=\"skd://\(testIV)\",IV=0x\(testIV.uppercased()),"
+            + "KEYFORMAT=\"com.apple.streamingkeydelivery\",KEYFORMATVERSIONS=\"1\"\n"
+        for playlist in ["video.m3u8", "iframes.m3u8"] {
+            let text = try String(contentsOfFile: output + "/" + playlist, encoding: .utf8)
+            #expect(text.components(separatedBy: keyLine).count == 2, "\(playlist): \(text.prefix(600))")
+            #expect(text.contains("#EXT-X-VERSION:5\n"))
+        }
+    }
+
+    /// `--still-duration` sets how long the video made from a still runs: 3 s at 25 fps is 75 frames.
+    @Test func honoursTheStillDuration() throws {
+        let directory = try TemporaryDirectory()
+        let output = directory.path("out")
+        let packaged = try package(fixture("qr-still.png"), output, ["--still-duration", "3"])
+        #expect(packaged.status == 0, "\(packaged.stderr)")
+        let media = try String(contentsOfFile: output + "/video.m3u8", encoding: .utf8)
+        #expect(media.contains("#EXTINF:3.000000,\nvideo_00000.ts\n#EXT-X-ENDLIST"), "\(media)")
+        let verified = try guardPlay(["verify", output, "--source", fixture("qr-still.png"), "--key", testKey])
+        #expect(verified.status == 0, "\(verified.stdout)")
+        #expect(verified.stdout.contains("video h264  frames 75  "), "\(verified.stdout)")
+        let decoded = try frameHashes(output + "/master.m3u8", options: ["-allowed_extensions", "ALL"])
+        #expect(decoded.map(\.hashes.count) == [75])
+    }
+
     @Test func acceptsAnnexBInputFromATransportStream() throws {
         let directory = try TemporaryDirectory()
         let input = directory.path("clip.ts")
