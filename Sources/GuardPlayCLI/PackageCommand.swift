@@ -11,7 +11,8 @@ enum PackageCommand {
 
         Packages INPUT as encrypted HLS in MPEG-TS: H.264 is copied (Annex-B, AUD, SPS/PPS before IDRs),
         AAC gets ADTS headers, AC-3/E-AC-3 pass through, other audio is transcoded to AAC-LC. DIR is built
-        beside itself and renamed into place when complete.
+        beside itself and renamed into place when complete. INPUT may be a pipe or FIFO, read as a stream
+        until its writer closes it.
 
           --out DIR                 output directory (required; must not exist unless --force)
           --encryption MODE         sample-aes (default), aes-128 (whole segments) or none
@@ -33,8 +34,8 @@ enum PackageCommand {
           --quiet                   print no notices or progress
 
         Exit codes: 0 done; 2 usage; 3 bad option value; 10-17 input problems (missing, empty, text,
-        unrecognised, corrupt, no streams, refused codec, already encrypted); 20 output failed; 21 output
-        exists; 130 interrupted. See README.md.
+        unrecognised, corrupt, no streams, refused codec or a still over 4096x4096, already encrypted);
+        20 output failed; 21 output exists; 130 interrupted. See README.md.
         """
 
     static let options: [Arguments.Option] = [
