@@ -87,7 +87,12 @@ import Testing
     @Test(arguments: [
         (["--no-such-option"], Int32(2), "unknown option '--no-such-option'"),
         (["--simulate-recording=5-2"], 3, "interval '5-2' ends before it starts"),
-        (["--simulate-recording=every:0"], 3, "'every:' needs a positive number"),
+        (["--simulate-recording=every:0"], 3, "'every:' needs a period from 0.01 to 1e9 seconds"),
+        // A period this short pinned a core for ever (media time could never pass the next change).
+        (["--simulate-recording=every:1e-300"], 3, "'every:' needs a period from 0.01 to 1e9 seconds, not '1e-300'"),
+        (["--simulate-recording=every:1e-9"], 3, "'every:' needs a period from 0.01 to 1e9 seconds"),
+        (["--simulate-recording=0-20000000000"], 3, "'20000000000' in '0-20000000000' is more than 1e9 seconds"),
+        (["--simulate-stall=1e12"], 3, "invalid spec '1e12': expected the media time in seconds (0 to 1e9)"),
         (["--simulate-recording=2-x"], 3, "'x' in '2-x' is not a number"),
         (["--simulate-stall=soon"], 3, "--simulate-stall"),
         (["--mask", "blur"], 3, "invalid value 'blur' for --mask"),
