@@ -112,7 +112,7 @@ final class FileSink: @unchecked Sendable {
         do {
             try lock.withLock {
                 guard var state = video else { return }
-                let pts = Int64((outputTime / state.encoder.timeBase.doubleValue).rounded())
+                let pts = Int64(roundingAndClamping: outputTime / state.encoder.timeBase.doubleValue)
                 // Damaged input can yield a picture that goes back in time; a file cannot hold it.
                 guard pts > lastVideoPTS else { return }
                 lastVideoPTS = pts

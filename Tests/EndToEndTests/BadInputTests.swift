@@ -1,4 +1,5 @@
 import Foundation
+import MediaCore
 import Testing
 
 /// Bad input: each case gets its own one-line error and exit code, and never a crash.
@@ -93,6 +94,11 @@ import Testing
         (["--simulate-recording=every:1e-9"], 3, "'every:' needs a period from 0.01 to 1e9 seconds"),
         (["--simulate-recording=0-20000000000"], 3, "'20000000000' in '0-20000000000' is more than 1e9 seconds"),
         (["--simulate-stall=1e12"], 3, "invalid spec '1e12': expected the media time in seconds (0 to 1e9)"),
+        // 1e300 seconds trapped converting the seek target to microseconds.
+        (["--start", "1e300", "--output", "null"], 3, "invalid value '1e300' for --start: expected seconds from 0"),
+        (["--start", "-1"], 3, "invalid value '-1' for --start"),
+        (["--length", "1e300"], 3, "invalid value '1e300' for --length"),
+        (["--length", "0"], 3, "invalid value '0' for --length"),
         (["--simulate-recording=2-x"], 3, "'x' in '2-x' is not a number"),
         (["--simulate-stall=soon"], 3, "--simulate-stall"),
         (["--mask", "blur"], 3, "invalid value 'blur' for --mask"),
@@ -107,6 +113,82 @@ import Testing
         #expect(result.status == status, "\(result.stderr)")
         #expect(result.stderr.contains(message), "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test func aStartAtTheLimitPlaysNothingAndEnds() throws {
+        let result = try guardPlay([
+            fixture("clip.mp4"), "--start", "1e9", "--output", "null", "--simulate-recording=every:0.01",
+            "--status", "json",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let end = try #require(try jsonEvents(result.stdout).last)
+        #expect(end["event"] as? String == "end" && end["reason"] as? String == "end", "\(end)")
+        #expect(end["audio_frames"] as? Double == 0 && end["video_frames"] as? Double == 0, "\(end)")
+    }
+
+    /// Timestamps a container can hold but no media has: an audio stream that starts 290 million years
+    /// after the video, and a video stream starting 1e9 s after the audio. Sample counts derived from them
+    /// overflowed `Int` (a trap), and stepping a fine schedule across the gap one change at a time never
+    /// ended.
+    @Test func extremeTimestampsNeitherTrapNorHang() throws {
+        let directory = try TemporaryDirectory()
+        let farAudio = directory.path("far-audio.mkv")
+        try run(
+            "/usr/bin/ffmpeg",
+            [
+                "-v", "error", "-y", "-i", fixture("clip.mp4"), "-t", "2", "-c", "copy", "-bsf:a",
+                "setts=ts=TS+190000000000000/TB", farAudio,
+            ])
+        let cut = directory.path("cut.mkv")
+        let cutRun = try guardPlay([farAudio, "--length", "1", "--output", cut, "--status", "json"], timeout: 60)
+        #expect(cutRun.status == 0, "\(cutRun.stderr)")
+        // The second of video is there; the audio, all of it past the end, is not.
+        let summary = try #require(try jsonEvents(cutRun.stdout).last)
+        #expect(summary["video_frames"] as? Double == 30 && summary["audio_frames"] as? Double == 0, "\(summary)")
+        #expect(try decodeVideo(cut).count == 30)
+
+        let videoOnly = directory.path("late-video-part.mkv")
+        try run(
+            "/usr/bin/ffmpeg",
+            [
+                "-v", "error", "-y", "-i", fixture("clip.mp4"), "-an", "-t", "2", "-c", "copy", "-output_ts_offset",
+                "1000000000", videoOnly,
+            ])
+        let audioOnly = directory.path("audio-part.mkv")
+        try run(
+            "/usr/bin/ffmpeg",
+            ["-v", "error", "-y", "-i", fixture("clip.mp4"), "-vn", "-t", "2", "-c", "copy", audioOnly])
+        let lateVideo = directory.path("late-video.mkv")
+        try run(
+            "/usr/bin/ffmpeg",
+            [
+                "-v", "error", "-y", "-copyts", "-i", audioOnly, "-i", videoOnly, "-map", "0:a", "-map", "1:v", "-c",
+                "copy", lateVideo,
+            ])
+        #expect(try InputContext(path: lateVideo).streams.map(\.mediaType) == [.audio, .video])
+        let out = directory.path("late.mkv")
+        let late = try guardPlay(
+            [lateVideo, "--simulate-recording=every:0.5", "--output", out, "--status", "json"], timeout: 60)
+        #expect(late.status == 0, "\(late.stderr)")
+        // Video shown at 1e9 s, in the schedule's recording half there (1e9 / 0.5 is even: clear, then
+        // recording from 1e9 + 0.5), is masked exactly where the schedule says.
+        let frames = try decodeVideo(out)
+        #expect(frames.count >= 50, "\(frames.count) frames")
+        // The part's own times count from its container start, 1e9 s.
+        let reference = try decodeVideo(videoOnly)
+        var checked = (masked: 0, clear: 0)
+        for frame in frames {
+            let original = try #require(reference.first { abs($0.time + 1e9 - frame.time) < 0.002 })
+            let phase = original.time / 0.5
+            if phase > 1.01 && phase < 1.95 {
+                #expect(isBlack(frame, original), "frame at \(frame.time) s")
+                checked.masked += 1
+            } else if phase > 0.05 && phase < 0.95 {
+                #expect(frame.planes == original.planes, "frame at \(frame.time) s")
+                checked.clear += 1
+            }
+        }
+        #expect(checked.masked >= 10 && checked.clear >= 10, "\(checked)")
     }
 
     @Test func damageInTheMiddlePlaysOnWithAWarning() throws {
