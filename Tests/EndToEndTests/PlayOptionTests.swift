@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The ffplay/mpv-style options, checked on decoded output.
-@Suite struct PlayOptionTests {
+@Suite(.timeLimit(.minutes(10))) struct PlayOptionTests {
     @Test func startAndLengthCutTheOutput() throws {
         // FLAC decodes the same after a seek as in one pass (AAC's noise substitution does not), so the
         // cut can be compared bit for bit.
@@ -110,7 +110,7 @@ import Testing
         // What `make run` does, shortened: realtime, no sound card, no display, the state changing.
         let result = try guardPlay(
             [fixture("clip.mp4"), "--simulate-recording=every:3", "--start", "2", "--length", "2"],
-            environment: ["SDL_AUDIODRIVER": "none-such-driver", "DISPLAY": ""])
+            environment: headlessEnvironment)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("3.0 s  capturing (simulated"))
         #expect(result.stderr.contains("end (end)"))
