@@ -32,15 +32,38 @@ import ThreadSupport
         #expect(ticks.withLock { $0 } == 1)
     }
 
-    @Test func aHangingTickDoesNotHangABoundedStop() {
+    /// A tick stuck in the kernel (a `/proc` read, a full disk) must not hang whoever stops the thread:
+    /// `stop(waitingAtMost:)` returns while the tick is still blocked, and once the tick returns the
+    /// thread ends without another. The time limit is what fails if `stop` waits for the tick.
+    @Test(.timeLimit(.minutes(1)))
+    func aHangingTickDoesNotHangABoundedStop() {
         let release = DispatchSemaphore(value: 0)
-        let entered = DispatchSemaphore(value: 0)
+        let entered = Mutex(0)
+        let finished = Mutex(0)
         let thread = PeriodicThread(name: "test-hang", interval: 0.001) {
-            entered.signal()
+            entered.withLock { $0 += 1 }
             release.wait()
+            finished.withLock { $0 += 1 }
         }
-        entered.wait()
+        #expect(eventually { entered.withLock { $0 } == 1 }, "the first tick never ran")
         thread.stop(waitingAtMost: 0.05)
+        // Nothing has released the tick yet: `stop` returned without waiting for it.
+        #expect(finished.withLock { $0 } == 0)
+        #expect(entered.withLock { $0 } == 1)
         release.signal()
+        #expect(eventually { finished.withLock { $0 } == 1 }, "the released tick did not return")
+        // Stopped while the tick ran: no tick after it, however long we look (100 intervals).
+        usleep(100_000)
+        #expect(entered.withLock { $0 } == 1, "a tick ran after stop")
     }
+}
+
+/// Polls `condition` every millisecond for up to 10 s; returns whether it came true.
+private func eventually(_ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(10)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(1000)
+    }
+    return condition()
 }
