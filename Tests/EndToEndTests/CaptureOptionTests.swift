@@ -51,6 +51,23 @@ import Testing
         #expect(result.stderr.contains(message), "\(result.stderr)")
     }
 
+    /// The units `--poll-interval` takes, checked at the bounds (10 ms to 10 s): a unit read wrongly (ms as
+    /// s, or s as ms) falls outside them.
+    @Test(arguments: [
+        ("250", true), ("250ms", true), ("0.25s", true), ("10ms", true), ("10", true), ("0.01s", true),
+        ("10s", true), ("10000", true), ("9ms", false), ("9", false), ("0.009s", false), ("11s", false),
+        ("10001ms", false),
+    ])
+    func pollIntervalUnits(_ value: String, _ accepted: Bool) throws {
+        let result = try guardPlay(
+            [
+                fixture("song.m4a"), "--capture-source", "process", "--poll-interval", value, "--length", "0.2",
+                "--output", "null", "--status", "none",
+            ], environment: headlessEnvironment)
+        #expect(result.status == (accepted ? 0 : 3), "\(result.stderr)")
+        if !accepted { #expect(result.stderr.contains("invalid value '\(value)' for --poll-interval")) }
+    }
+
     @Test func theUsersRecorderListIsReadAndCheckedLineByLine() throws {
         let config = try TemporaryDirectory()
         try FileManager.default.createDirectory(

@@ -61,6 +61,33 @@ import Testing
         #expect(events.last?["reason"] as? String == "stopped")
     }
 
+    /// The keys in the video window, pressed as a keyboard would (XTEST) on a private X server: space
+    /// pauses and resumes, `m` mutes and unmutes, `q` quits.
+    @Test func keysInTheVideoWindowPauseMuteAndQuit() throws {
+        let directory = try TemporaryDirectory()
+        let display = try VirtualDisplay()
+        let player = try BackgroundPlayer(
+            [fixture("clip.mp4"), "--video-out", "window", "--loop", "0", "--capture-source", "none"],
+            environment: ["DISPLAY": display.name, "WAYLAND_DISPLAY": "", "SDL_AUDIODRIVER": "dummy"], in: directory)
+        #expect(ProcessTestSupport.eventually(timeout: 30) { !player.events("start").isEmpty }, "\(player.errors)")
+        let window = "guard-play: clip.mp4"
+        for (key, event) in [("space", "pause"), ("space", "resume"), ("m", "mute"), ("m", "unmute")] {
+            let before = player.events(event).count
+            try pressKey(key, inWindowNamed: window, on: display, scratch: directory)
+            #expect(
+                ProcessTestSupport.eventually(timeout: 20) { player.events(event).count == before + 1 },
+                "\(key) did not \(event): \(player.events.compactMap { $0["event"] as? String })")
+        }
+        try pressKey("q", inWindowNamed: window, on: display, scratch: directory)
+        #expect(player.process.wait(timeout: 20) == 0, "\(player.errors)")
+        #expect(player.events("end").first?["reason"] as? String == "stopped")
+        // Paused, then playing again; muted by the user, then not.
+        let order = player.events.compactMap { $0["event"] as? String }.filter {
+            ["pause", "resume", "mute", "unmute"].contains($0)
+        }
+        #expect(order == ["pause", "resume", "mute", "unmute"])
+    }
+
     @Test func anInterruptLeavesNoOutputAndExits130() throws {
         let directory = try TemporaryDirectory()
         let out = directory.path("out.mkv")
