@@ -3,7 +3,7 @@ import MediaCore
 import Testing
 
 /// Bad input: each case gets its own one-line error and exit code, and never a crash.
-@Suite(.timeLimit(.minutes(10))) struct BadInputTests {
+@Suite(.hangGuard) struct BadInputTests {
     /// Makes a bad file in `directory` and returns its path.
     enum Case: String, CaseIterable, Sendable {
         case missing, empty, textNamedM4A, randomBytes, truncatedIndex, truncatedData, noStreams

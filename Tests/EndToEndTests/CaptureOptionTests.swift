@@ -4,7 +4,7 @@ import Testing
 
 /// The capture-source options end to end: which detectors run, what they tell the user, the audit trail,
 /// and the fail-closed path through the whole player.
-@Suite(.timeLimit(.minutes(10))) struct CaptureOptionTests {
+@Suite(.hangGuard) struct CaptureOptionTests {
     @Test func aDetectorThatDiesMakesThePlayerProtect() throws {
         // A stand-in pw-dump that prints a recorded idle graph, lives a second and dies.
         let directory = try TemporaryDirectory()

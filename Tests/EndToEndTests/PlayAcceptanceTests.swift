@@ -3,7 +3,7 @@ import MediaCore
 import Testing
 
 /// The acceptance checks, run against the built `guard-play` and checked by decoding its output.
-@Suite(.timeLimit(.minutes(10))) struct PlayAcceptanceTests {
+@Suite(.hangGuard) struct PlayAcceptanceTests {
     @Test func mutesSampleAccuratelyInAWav() throws {
         let directory = try TemporaryDirectory()
         let out = directory.path("out.wav")

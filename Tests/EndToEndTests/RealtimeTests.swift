@@ -3,7 +3,7 @@ import ProcessTestSupport
 import Testing
 
 /// Realtime paths: the emulated device writing a file, and the keys on a terminal.
-@Suite(.timeLimit(.minutes(10))) struct RealtimeTests {
+@Suite(.hangGuard) struct RealtimeTests {
     @Test func realtimeFileOutputIsGatedAndMaskedAtTheSinks() throws {
         let directory = try TemporaryDirectory()
         let out = directory.path("out.mkv")
