@@ -110,7 +110,9 @@ public struct CaptureStateMachine: Sendable {
     /// source's next change or a media-time lease deadline. Wall-time leases are not included; callers
     /// re-evaluate those on every buffer.
     public func nextChange(afterMedia media: Double) -> Double? {
-        var candidates = scheduled.compactMap { $0.nextChange(after: media) }
+        // Only times strictly later count, whatever a source answers, so a caller stepping from change to
+        // change cannot stand still.
+        var candidates = scheduled.compactMap { $0.nextChange(after: media) }.filter { $0 > media }
         for report in live.values {
             if case .media(let deadline) = report.lease, deadline > media { candidates.append(deadline) }
         }

@@ -36,18 +36,23 @@ public final class RemoteCaptureSource: LiveCaptureSource {
     }
 
     /// Applies a client's report if `sequence` is newer than the last one; `lease` is in seconds.
+    ///
+    /// The sequence check and the report happen under one lock, so reports reach the monitor in sequence
+    /// order: of two concurrent calls, the older one either is refused as stale or is applied first and then
+    /// replaced. (Checking under the lock and reporting after it let seq 5 `clear` land after seq 6
+    /// `capturing`, failing open.) The monitor's listeners therefore run under this lock too; they must not
+    /// call back into this source.
     public func receive(
         _ captureState: CaptureState, sequence: UInt64, lease: Double, reason: String = "remote report",
         pid: Int32? = nil, app: String? = nil, confidence: Double = 1
     ) -> Outcome {
-        let decision: (CaptureReporter?, Outcome) = state.withLock { state in
-            guard let reporter = state.reporter else { return (nil, .detached) }
-            if let last = state.lastSequence, sequence <= last { return (nil, .stale(lastSequence: last)) }
+        state.withLock { state in
+            guard let reporter = state.reporter else { return .detached }
+            if let last = state.lastSequence, sequence <= last { return .stale(lastSequence: last) }
             state.lastSequence = sequence
-            return (reporter, .accepted)
+            reporter.report(captureState, reason: reason, pid: pid, app: app, confidence: confidence, lease: lease)
+            return .accepted
         }
-        decision.0?.report(captureState, reason: reason, pid: pid, app: app, confidence: confidence, lease: lease)
-        return decision.1
     }
 }
 
@@ -80,15 +85,15 @@ public final class ManualCaptureSource: LiveCaptureSource {
     /// Flips the switch and reports the new position; returns it.
     @discardableResult
     public func toggle() -> Bool {
-        let (reporter, on) = state.withLock { state in
+        // Reported under the lock, so two quick toggles reach the monitor in the order they happened.
+        state.withLock { state in
             state.on.toggle()
-            return (state.reporter, state.on)
+            if state.on {
+                state.reporter?.report(.capturing, reason: "recording toggled on by the user")
+            } else {
+                state.reporter?.withdraw()
+            }
+            return state.on
         }
-        if on {
-            reporter?.report(.capturing, reason: "recording toggled on by the user")
-        } else {
-            reporter?.withdraw()
-        }
-        return on
     }
 }

@@ -39,6 +39,13 @@ public struct SimulatedSchedule: ScheduledCaptureSource, Hashable {
         case every(period: Double)
     }
 
+    /// The shortest `every:` period, as for `--poll-interval`: a shorter one would switch the state every few
+    /// samples, and 1e-300 would never let media time move past the next change.
+    public static let minimumPeriod = 0.01
+    /// The largest number of seconds a spec may hold (about 31 years of media, as the REST seek allows):
+    /// far beyond any media, and small enough that sums and products of media times stay exact enough.
+    public static let maximumSeconds = 1e9
+
     /// The pattern this schedule follows.
     public let pattern: Pattern
     /// The spec as the user wrote it, for reasons in events.
@@ -62,8 +69,11 @@ public struct SimulatedSchedule: ScheduledCaptureSource, Hashable {
         }
         if text.hasPrefix("every:") {
             let value = String(text.dropFirst("every:".count))
-            guard let period = Double(value), period.isFinite, period > 0 else {
-                throw ScheduleError(spec: spec, problem: "'every:' needs a positive number of seconds, not '\(value)'")
+            guard let period = Double(value), period.isFinite,
+                (Self.minimumPeriod...Self.maximumSeconds).contains(period)
+            else {
+                throw ScheduleError(
+                    spec: spec, problem: "'every:' needs a period from 0.01 to 1e9 seconds, not '\(value)'")
             }
             pattern = .every(period: period)
             return
@@ -76,9 +86,10 @@ public struct SimulatedSchedule: ScheduledCaptureSource, Hashable {
             guard bounds.count == 2 else {
                 throw ScheduleError(spec: spec, problem: "'\(item)' is not an interval START-END or START-")
             }
-            guard let start = Self.seconds(bounds[0]) else {
+            guard let parsedStart = Self.seconds(bounds[0]) else {
                 throw ScheduleError(spec: spec, problem: "'\(bounds[0])' in '\(item)' is not a number of seconds")
             }
+            let start = try Self.bounded(parsedStart, bounds[0], in: item, spec: spec)
             var end: Double? = nil
             if !bounds[1].isEmpty {
                 guard let value = Self.seconds(bounds[1]) else {
@@ -88,7 +99,7 @@ public struct SimulatedSchedule: ScheduledCaptureSource, Hashable {
                 guard value > start else {
                     throw ScheduleError(spec: spec, problem: "interval '\(item)' ends before it starts")
                 }
-                end = value
+                end = try Self.bounded(value, bounds[1], in: item, spec: spec)
             }
             if let previous = intervals.last {
                 guard let previousEnd = previous.end else {
@@ -110,6 +121,15 @@ public struct SimulatedSchedule: ScheduledCaptureSource, Hashable {
         return value
     }
 
+    private static func bounded(_ value: Double, _ text: Substring, in item: String, spec: String) throws(ScheduleError)
+        -> Double
+    {
+        guard value <= maximumSeconds else {
+            throw ScheduleError(spec: spec, problem: "'\(text)' in '\(item)' is more than 1e9 seconds")
+        }
+        return value
+    }
+
     /// True when the schedule records at media time `time`.
     public func isRecording(at time: Double) -> Bool {
         switch pattern {
@@ -117,7 +137,8 @@ public struct SimulatedSchedule: ScheduledCaptureSource, Hashable {
             return intervals.contains { $0.contains(time) }
         case .every(let period):
             guard time >= 0 else { return false }
-            return Int((time / period).rounded(.down)) % 2 == 1
+            // In floating point: an `Int` of the quotient would trap for media times far past any period.
+            return (time / period).rounded(.down).truncatingRemainder(dividingBy: 2) == 1
         }
     }
 
@@ -133,7 +154,10 @@ public struct SimulatedSchedule: ScheduledCaptureSource, Hashable {
             return intervals.flatMap { [$0.start, $0.end].compactMap { $0 } }.filter { $0 > time }.min()
         case .every(let period):
             let next = ((time / period).rounded(.down) + 1) * period
-            return next > time ? next : next + period
+            // Far past the schedule (a container's timestamps can be anything) the product rounds back to
+            // `time`; the next representable instant keeps the answer strictly later, so callers that step
+            // from change to change always move on.
+            return next > time ? next : time.nextUp
         }
     }
 }
@@ -170,10 +194,13 @@ public struct StalledHeartbeat: ScheduledCaptureSource, Hashable {
         self.period = period
     }
 
-    /// Parses `--simulate-stall=T` (seconds of media time, at least 0).
+    /// Parses `--simulate-stall=T` (seconds of media time, from 0 to 1e9).
     public init(parsing spec: String) throws(ScheduleError) {
-        guard let value = Double(spec.trimmingWhitespace), value.isFinite, value >= 0 else {
-            throw ScheduleError(spec: spec, problem: "expected the media time in seconds at which renewals stop")
+        guard let value = Double(spec.trimmingWhitespace), value.isFinite,
+            (0...SimulatedSchedule.maximumSeconds).contains(value)
+        else {
+            throw ScheduleError(
+                spec: spec, problem: "expected the media time in seconds (0 to 1e9) at which renewals stop")
         }
         self.init(stallAt: value)
     }
@@ -194,8 +221,8 @@ public struct StalledHeartbeat: ScheduledCaptureSource, Hashable {
     public func nextChange(after time: Double) -> Double? {
         let renewal = ((max(time, 0) / period).rounded(.down) + 1) * period
         let deadline = lastRenewal(atOrBefore: time) + lease
-        let candidates = [renewal <= stallAt ? renewal : nil, deadline > time ? deadline : nil].compactMap { $0 }
-        return candidates.min()
+        let candidates = [renewal <= stallAt ? renewal : nil, deadline].compactMap { $0 }
+        return candidates.filter { $0 > time }.min()
     }
 }
 

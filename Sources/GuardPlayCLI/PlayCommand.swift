@@ -141,8 +141,8 @@ enum PlayCommand {
         if parsed.has("realtime") { player.pacing = .realtime }
         if parsed.has("fast") { player.pacing = .fast }
         if player.pacing == .fast, case .device = player.output { player.output = .null }
-        player.start = try parsed.parsed("start", as: "seconds, at least 0") { seconds($0) } ?? 0
-        player.length = try parsed.parsed("length", as: "seconds, more than 0") {
+        player.start = try parsed.parsed("start", as: "seconds from 0 to 1e9") { seconds($0) } ?? 0
+        player.length = try parsed.parsed("length", as: "seconds, more than 0 and at most 1e9") {
             seconds($0).flatMap { $0 > 0 ? $0 : nil }
         }
         player.volume =
@@ -214,8 +214,11 @@ enum PlayCommand {
             videoNotice: videoNotice, control: control)
     }
 
+    /// A media time or duration for `--start`/`--length`: from 0 to 1e9 s, the bound the REST seek and the
+    /// `--simulate-*` specs use too, so sums of media times stay finite and exact enough to convert.
     private static func seconds(_ text: String) -> Double? {
-        guard let value = Double(text), value.isFinite, value >= 0 else { return nil }
+        guard let value = Double(text), value.isFinite, (0...SimulatedSchedule.maximumSeconds).contains(value)
+        else { return nil }
         return value
     }
 

@@ -87,9 +87,10 @@ public final class InputContext {
         return .packet
     }
 
-    /// Seeks so that the next packets start at or before `seconds` (`avformat_seek_file`).
+    /// Seeks so that the next packets start at or before `seconds` (`avformat_seek_file`). A target beyond
+    /// what `AV_TIME_BASE` microseconds can count is clamped (FFmpeg then seeks to the end).
     public func seek(toSeconds seconds: Double) throws(MediaError) {
-        let target = Int64(seconds * 1_000_000)
+        let target = Int64(roundingAndClamping: seconds * 1_000_000)
         try check(
             avformat_seek_file(context, -1, Int64.min, target, target, 0),
             "avformat_seek_file(\(path), \(seconds)s)")

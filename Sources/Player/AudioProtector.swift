@@ -1,4 +1,5 @@
 import CaptureMonitor
+import MediaCore
 import Protection
 
 /// Applies capture protection, the user's mute and the volume to float audio in media time: it asks the
@@ -59,7 +60,7 @@ final class AudioProtector {
         var time = mediaStart
         while let change = monitor.nextChange(afterMedia: time), change < end {
             let next = drivesMonitor ? monitor.advance(toMedia: change) : monitor.decision(atMedia: change)
-            let frame = min(count, max(0, Int(((change - mediaStart) * sampleRate).rounded())))
+            let frame = Int(roundingAndClamping: (change - mediaStart) * sampleRate, to: 0...count)
             if protecting { protectedFrames += frame - segmentStart }
             segmentStart = frame
             protecting = next.isProtecting(under: monitor.policy)

@@ -4,7 +4,8 @@ import MediaCore
 /// Writes what a capture would record (muted audio, masked video) to a file, encoded with libavcodec.
 ///
 /// The container follows the extension. Audio is written as `pcm_f32le` in `.wav` and `.mkv` (so unmuted
-/// samples are bit-identical to a float decode), FLAC in `.flac`, AAC in `.m4a` and `.mp4`; video as
+/// samples are bit-identical to a float decode), 24-bit FLAC in `.flac` (exact for 16- and 24-bit
+/// sources), AAC in `.m4a` and `.mp4`; video as
 /// lossless FFV1 in `.mkv` (so unmasked frames decode bit-identical) and H.264 (libx264) in `.mp4`. The
 /// file is written beside the target under a temporary name and renamed into place by `finish()`.
 final class FileSink: @unchecked Sendable {
@@ -45,11 +46,19 @@ final class FileSink: @unchecked Sendable {
         do {
             output = try OutputContext(path: temporaryPath, namedLike: path)
             if let audioFormat {
+                // FLAC's first sample format is s16, which would cut a 24-bit source to 16 bits; with s32 it
+                // encodes 24 bits, which hold a 16- or 24-bit source exactly.
+                let sampleFormat: SampleFormat? =
+                    switch codecs.audio {
+                    case "pcm_f32le": .float
+                    case "flac": .s32
+                    default: nil
+                    }
                 var settings = EncoderSettings(
                     codecName: codecs.audio,
                     media: .audio(
                         sampleRate: audioFormat.sampleRate, channelCount: audioFormat.channelCount,
-                        sampleFormat: codecs.audio == "pcm_f32le" ? .float : nil))
+                        sampleFormat: sampleFormat))
                 settings.globalHeader = output.needsGlobalHeader
                 if codecs.audio == "aac" { settings.bitRate = 192_000 }
                 let encoder = try Encoder(settings: settings)
@@ -112,7 +121,7 @@ final class FileSink: @unchecked Sendable {
         do {
             try lock.withLock {
                 guard var state = video else { return }
-                let pts = Int64((outputTime / state.encoder.timeBase.doubleValue).rounded())
+                let pts = Int64(roundingAndClamping: outputTime / state.encoder.timeBase.doubleValue)
                 // Damaged input can yield a picture that goes back in time; a file cannot hold it.
                 guard pts > lastVideoPTS else { return }
                 lastVideoPTS = pts

@@ -322,12 +322,12 @@ final class Pipeline {
             var count = converted.sampleCount
             var skip = 0
             if media < skipUntil {
-                skip = min(count, Int(((skipUntil - media) * rate).rounded()))
+                skip = Int(roundingAndClamping: (skipUntil - media) * rate, to: 0...count)
                 media += Double(skip) / rate
                 count -= skip
             }
             if media + Double(count) / rate > endMedia {
-                count = max(0, Int(((endMedia - media) * rate).rounded()))
+                count = Int(roundingAndClamping: (endMedia - media) * rate, to: 0...count)
                 audioDone = true
             }
             nextAudioMedia = media + Double(count) / rate
@@ -396,19 +396,26 @@ final class Pipeline {
     }
 
     /// Moves the monitor's media time to `media`, stopping at each scheduled change on the way so that
-    /// events carry the exact time of the change.
+    /// events carry the exact time of the change. A jump across more than `maximumSteps` changes (a gap of
+    /// years in a file's timestamps under `every:1`) goes straight to `media`, as a seek would, instead of
+    /// stepping through billions of them.
     static func drive(_ monitor: CaptureMonitor, to media: Double) {
         var time = monitor.now.media
         if media < time - 1e-6 {
             monitor.seek(toMedia: media)
             return
         }
-        while let change = monitor.nextChange(afterMedia: time), change <= media {
+        var steps = 0
+        while steps < maximumSteps, let change = monitor.nextChange(afterMedia: time), change <= media {
             monitor.advance(toMedia: change)
             time = change
+            steps += 1
         }
         monitor.advance(toMedia: media)
     }
+
+    /// How many scheduled changes `drive` announces one by one between two frames.
+    static let maximumSteps = 1_000
 
     // MARK: Realtime outputs
 

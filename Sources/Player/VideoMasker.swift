@@ -21,13 +21,17 @@ final class VideoMasker {
     }
 
     /// True when a frame shown from `mediaTime` for `duration` seconds must be masked: protection is on at
-    /// its start or comes on before it is replaced.
+    /// its start or comes on before it is replaced. A frame shown across more than
+    /// `Pipeline.maximumSteps` changes (a damaged duration of years) is masked without looking at each.
     func mustMask(mediaTime: Double, duration: Double) -> Bool {
         if monitor.decision(atMedia: mediaTime).isProtecting(under: monitor.policy) { return true }
         var time = mediaTime
+        var steps = 0
         while let change = monitor.nextChange(afterMedia: time), change < mediaTime + duration {
             if monitor.decision(atMedia: change).isProtecting(under: monitor.policy) { return true }
             time = change
+            steps += 1
+            if steps >= Pipeline.maximumSteps { return true }
         }
         return false
     }

@@ -41,9 +41,18 @@ import Testing
         ("2-5,,8-", "empty interval"),
         ("-3", "is not a number"),
         ("1-x", "'x' in '1-x' is not a number"),
-        ("every:0", "positive number"),
-        ("every:", "positive number"),
-        ("every:-2", "positive number"),
+        ("every:0", "a period from 0.01 to 1e9 seconds, not '0'"),
+        ("every:", "a period from 0.01 to 1e9 seconds, not ''"),
+        ("every:-2", "a period from 0.01 to 1e9 seconds"),
+        // A period this short would switch every few samples, or never let media time move on (1e-300).
+        ("every:1e-300", "a period from 0.01 to 1e9 seconds, not '1e-300'"),
+        ("every:1e-9", "a period from 0.01 to 1e9 seconds"),
+        ("every:0.009", "a period from 0.01 to 1e9 seconds"),
+        ("every:1e10", "a period from 0.01 to 1e9 seconds"),
+        ("every:inf", "a period from 0.01 to 1e9 seconds"),
+        ("0-10000000000", "'10000000000' in '0-10000000000' is more than 1e9 seconds"),
+        ("2000000000-", "'2000000000' in '2000000000-' is more than 1e9 seconds"),
+        ("0-1e300", "is not a number"),
         ("4-6,1-2", "overlaps or precedes"),
         ("3-,5-6", "must come last"),
         ("1-2-3", "is not an interval"),
@@ -56,6 +65,54 @@ import Testing
             guard let error = error as? ScheduleError else { return false }
             return error.spec == spec && error.problem.contains(problem)
         }
+    }
+
+    @Test func boundarySpecsAreAccepted() throws {
+        #expect(try SimulatedSchedule(parsing: "every:0.01").pattern == .every(period: 0.01))
+        #expect(try SimulatedSchedule(parsing: "every:1e9").pattern == .every(period: 1e9))
+        let widest = try SimulatedSchedule(parsing: "0-1000000000")
+        #expect(widest.pattern == .intervals([SimulatedSchedule.Interval(start: 0, end: 1e9)]))
+        #expect(try StalledHeartbeat(parsing: "1000000000").stallAt == 1e9)
+        #expect(throws: ScheduleError.self) { try StalledHeartbeat(parsing: "1e12") }
+        #expect(throws: ScheduleError.self) { try StalledHeartbeat(parsing: "inf") }
+    }
+
+    /// Media times come from containers and can be anything; a caller stepping from change to change must
+    /// always move on, and no evaluation may trap.
+    @Test(arguments: [0.01, 0.37, 3, 1e9])
+    func everyStepsStrictlyForwardAtAnyMediaTime(period: Double) throws {
+        let schedule = try SimulatedSchedule(parsing: "every:\(period)")
+        for time in [-5, 0, 0.01, 2.5, 1e9, 1e13, 1e15, 9.2e18, 1e300, Double.greatestFiniteMagnitude] {
+            let next = try #require(schedule.nextChange(after: time))
+            #expect(next > time, "every:\(period) after \(time) gave \(next)")
+            _ = schedule.isRecording(at: time)
+            _ = schedule.report(at: next)
+        }
+        // Where the arithmetic is exact the answers are the period's multiples.
+        #expect(schedule.nextChange(after: 0) == period)
+        #expect(schedule.nextChange(after: period) == 2 * period)
+        #expect(schedule.isRecording(at: period * 1.5))
+        #expect(!schedule.isRecording(at: period * 2.5))
+    }
+
+    @Test func heartbeatStepsStrictlyForward() {
+        let heartbeat = StalledHeartbeat(stallAt: 1e9)
+        for time in [-1, 0, 0.5, 1e9 - 0.5, 1e9, 1e9 + 0.5, 1e15, 1e300] {
+            if let next = heartbeat.nextChange(after: time) { #expect(next > time, "after \(time) gave \(next)") }
+        }
+        #expect(heartbeat.nextChange(after: 1e9 + 1) == nil)
+    }
+
+    @Test func theMachineIgnoresAChangeThatIsNotLater() throws {
+        /// A source that breaks the contract: its "next" change is the time asked about.
+        struct Stuck: ScheduledCaptureSource {
+            let name = "stuck"
+            func report(at time: Double) -> CaptureReport { CaptureReport(source: name, state: .clear, reason: "") }
+            func nextChange(after time: Double) -> Double? { time }
+        }
+        let machine = CaptureStateMachine(scheduled: [Stuck(), try SimulatedSchedule(parsing: "4-5")])
+        #expect(machine.nextChange(afterMedia: 1) == 4)
+        #expect(machine.nextChange(afterMedia: 5) == nil)
     }
 
     @Test func stalledHeartbeatRenewsUntilTheStallAndThenLapses() {

@@ -1,4 +1,5 @@
 import CaptureMonitor
+import Foundation
 import Synchronization
 import Testing
 
@@ -133,6 +134,59 @@ final class FakeClock: Sendable {
         #expect(monitor.isProtecting)
         #expect(seen.withLock { $0 } == [.capturing, .clear, .unknown])
         #expect(monitor.history.map(\.state) == [.capturing, .clear, .unknown])
+    }
+
+    /// Many clients' PUTs at once (as the control API's connection threads make them): reports must reach
+    /// the monitor in sequence order, so the state left in force is the newest report's, never an older
+    /// `clear` that lost the race after a newer `capturing` was applied.
+    @Test func concurrentRemoteReportsEndInTheNewestOne() {
+        let reports = 1_000
+        for round in 0..<3 {
+            let monitor = CaptureMonitor(policy: .protect, wallClock: { 0 })
+            let remote = RemoteCaptureSource(client: "race")
+            let delivered = Mutex<[Int]>([])
+            // The monitor's own reporter, with a random delay where a preempted thread could be, between the
+            // source's sequence check and the monitor taking the report: a busy wait of up to a few
+            // microseconds (a sleep would take milliseconds on a loaded machine, 3000 times over).
+            let spin = Atomic(0)
+            remote.start(
+                CaptureReporter(source: remote.name, wallClock: { 0 }) { report in
+                    for _ in 0..<Int.random(in: 0...2_000) { spin.add(1, ordering: .relaxed) }
+                    guard let report else { return }
+                    delivered.withLock { $0.append(Int(report.reason)!) }
+                    monitor.submit(report)
+                })
+            let next = Mutex(0)
+            let group = DispatchGroup()
+            for _ in 0..<8 {
+                group.enter()
+                Thread {
+                    while true {
+                        let sequence = next.withLock { value -> Int in
+                            value += 1
+                            return value
+                        }
+                        guard sequence <= reports else { break }
+                        // Odd sequences say clear, even ones capturing; the last (even) one is capturing.
+                        _ = remote.receive(
+                            sequence % 2 == 0 ? .capturing : .clear, sequence: UInt64(sequence), lease: 60,
+                            reason: "\(sequence)")
+                    }
+                    group.leave()
+                }.start()
+            }
+            // A generous deadline rather than a time limit: a limit also counts time spent waiting for one
+            // of the test pool's threads, which blocking end-to-end tests hold for minutes.
+            guard group.wait(timeout: .now() + 60) == .success else {
+                Issue.record("round \(round): the reports did not finish within 60 s (a deadlock?)")
+                return
+            }
+            let order = delivered.withLock { $0 }
+            #expect(order.last == reports, "round \(round): the newest report was not the last applied")
+            #expect(zip(order, order.dropFirst()).allSatisfy { $0 < $1 }, "round \(round): applied out of order")
+            #expect(monitor.current.state == .capturing, "round \(round): \(monitor.current)")
+            #expect(monitor.current.reason == "\(reports)")
+        }
     }
 
     @Test func allowPolicyDoesNotProtectUnknown() {

@@ -1,8 +1,9 @@
 import Foundation
+import MediaCore
 import Testing
 
 /// Bad input: each case gets its own one-line error and exit code, and never a crash.
-@Suite struct BadInputTests {
+@Suite(.hangGuard) struct BadInputTests {
     /// Makes a bad file in `directory` and returns its path.
     enum Case: String, CaseIterable, Sendable {
         case missing, empty, textNamedM4A, randomBytes, truncatedIndex, truncatedData, noStreams
@@ -79,15 +80,37 @@ import Testing
         #expect(leftovers.isEmpty)
     }
 
-    @Test func exitCodesAreDistinct() {
-        let codes = Case.allCases.filter { $0 != .truncatedData }.map(\.expected.status) + [2, 3]
-        #expect(Set(codes).count == codes.count)
+    /// Each kind of bad input ends with a code of its own, different from a usage error's and a bad
+    /// value's; the codes are the ones real runs end with. (A cut index and cut data are both
+    /// "truncated", one code.)
+    @Test func exitCodesAreDistinct() throws {
+        let directory = try TemporaryDirectory()
+        var codes: [String: Int32] = [:]
+        for badCase in Case.allCases where badCase != .truncatedData {
+            let path = try badCase.make(in: directory)
+            codes[badCase.rawValue] =
+                try guardPlay([path, "--output", directory.path("out.wav"), "--status", "none"]).status
+        }
+        codes["usage"] = try guardPlay([fixture("song.m4a"), "--no-such-option"]).status
+        codes["bad value"] = try guardPlay([fixture("song.m4a"), "--volume", "9"]).status
+        #expect(Set(codes.values).count == codes.count, "\(codes.sorted { $0.value < $1.value })")
+        #expect(!codes.values.contains(0), "\(codes)")
     }
 
     @Test(arguments: [
         (["--no-such-option"], Int32(2), "unknown option '--no-such-option'"),
         (["--simulate-recording=5-2"], 3, "interval '5-2' ends before it starts"),
-        (["--simulate-recording=every:0"], 3, "'every:' needs a positive number"),
+        (["--simulate-recording=every:0"], 3, "'every:' needs a period from 0.01 to 1e9 seconds"),
+        // A period this short pinned a core for ever (media time could never pass the next change).
+        (["--simulate-recording=every:1e-300"], 3, "'every:' needs a period from 0.01 to 1e9 seconds, not '1e-300'"),
+        (["--simulate-recording=every:1e-9"], 3, "'every:' needs a period from 0.01 to 1e9 seconds"),
+        (["--simulate-recording=0-20000000000"], 3, "'20000000000' in '0-20000000000' is more than 1e9 seconds"),
+        (["--simulate-stall=1e12"], 3, "invalid spec '1e12': expected the media time in seconds (0 to 1e9)"),
+        // 1e300 seconds trapped converting the seek target to microseconds.
+        (["--start", "1e300", "--output", "null"], 3, "invalid value '1e300' for --start: expected seconds from 0"),
+        (["--start", "-1"], 3, "invalid value '-1' for --start"),
+        (["--length", "1e300"], 3, "invalid value '1e300' for --length"),
+        (["--length", "0"], 3, "invalid value '0' for --length"),
         (["--simulate-recording=2-x"], 3, "'x' in '2-x' is not a number"),
         (["--simulate-stall=soon"], 3, "--simulate-stall"),
         (["--mask", "blur"], 3, "invalid value 'blur' for --mask"),
@@ -102,6 +125,82 @@ import Testing
         #expect(result.status == status, "\(result.stderr)")
         #expect(result.stderr.contains(message), "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test func aStartAtTheLimitPlaysNothingAndEnds() throws {
+        let result = try guardPlay([
+            fixture("clip.mp4"), "--start", "1e9", "--output", "null", "--simulate-recording=every:0.01",
+            "--status", "json",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let end = try #require(try jsonEvents(result.stdout).last)
+        #expect(end["event"] as? String == "end" && end["reason"] as? String == "end", "\(end)")
+        #expect(end["audio_frames"] as? Double == 0 && end["video_frames"] as? Double == 0, "\(end)")
+    }
+
+    /// Timestamps a container can hold but no media has: an audio stream that starts 290 million years
+    /// after the video, and a video stream starting 1e9 s after the audio. Sample counts derived from them
+    /// overflowed `Int` (a trap), and stepping a fine schedule across the gap one change at a time never
+    /// ended.
+    @Test func extremeTimestampsNeitherTrapNorHang() throws {
+        let directory = try TemporaryDirectory()
+        let farAudio = directory.path("far-audio.mkv")
+        try run(
+            "/usr/bin/ffmpeg",
+            [
+                "-v", "error", "-y", "-i", fixture("clip.mp4"), "-t", "2", "-c", "copy", "-bsf:a",
+                "setts=ts=TS+190000000000000/TB", farAudio,
+            ])
+        let cut = directory.path("cut.mkv")
+        let cutRun = try guardPlay([farAudio, "--length", "1", "--output", cut, "--status", "json"], timeout: 60)
+        #expect(cutRun.status == 0, "\(cutRun.stderr)")
+        // The second of video is there; the audio, all of it past the end, is not.
+        let summary = try #require(try jsonEvents(cutRun.stdout).last)
+        #expect(summary["video_frames"] as? Double == 30 && summary["audio_frames"] as? Double == 0, "\(summary)")
+        #expect(try decodeVideo(cut).count == 30)
+
+        let videoOnly = directory.path("late-video-part.mkv")
+        try run(
+            "/usr/bin/ffmpeg",
+            [
+                "-v", "error", "-y", "-i", fixture("clip.mp4"), "-an", "-t", "2", "-c", "copy", "-output_ts_offset",
+                "1000000000", videoOnly,
+            ])
+        let audioOnly = directory.path("audio-part.mkv")
+        try run(
+            "/usr/bin/ffmpeg",
+            ["-v", "error", "-y", "-i", fixture("clip.mp4"), "-vn", "-t", "2", "-c", "copy", audioOnly])
+        let lateVideo = directory.path("late-video.mkv")
+        try run(
+            "/usr/bin/ffmpeg",
+            [
+                "-v", "error", "-y", "-copyts", "-i", audioOnly, "-i", videoOnly, "-map", "0:a", "-map", "1:v", "-c",
+                "copy", lateVideo,
+            ])
+        #expect(try InputContext(path: lateVideo).streams.map(\.mediaType) == [.audio, .video])
+        let out = directory.path("late.mkv")
+        let late = try guardPlay(
+            [lateVideo, "--simulate-recording=every:0.5", "--output", out, "--status", "json"], timeout: 60)
+        #expect(late.status == 0, "\(late.stderr)")
+        // Video shown at 1e9 s, in the schedule's recording half there (1e9 / 0.5 is even: clear, then
+        // recording from 1e9 + 0.5), is masked exactly where the schedule says.
+        let frames = try decodeVideo(out)
+        #expect(frames.count >= 50, "\(frames.count) frames")
+        // The part's own times count from its container start, 1e9 s.
+        let reference = try decodeVideo(videoOnly)
+        var checked = (masked: 0, clear: 0)
+        for frame in frames {
+            let original = try #require(reference.first { abs($0.time + 1e9 - frame.time) < 0.002 })
+            let phase = original.time / 0.5
+            if phase > 1.01 && phase < 1.95 {
+                #expect(isBlack(frame, original), "frame at \(frame.time) s")
+                checked.masked += 1
+            } else if phase > 0.05 && phase < 0.95 {
+                #expect(frame.planes == original.planes, "frame at \(frame.time) s")
+                checked.clear += 1
+            }
+        }
+        #expect(checked.masked >= 10 && checked.clear >= 10, "\(checked)")
     }
 
     @Test func damageInTheMiddlePlaysOnWithAWarning() throws {

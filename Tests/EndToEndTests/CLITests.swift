@@ -1,6 +1,6 @@
 import Testing
 
-@Suite struct CLITests {
+@Suite(.hangGuard) struct CLITests {
     @Test func unknownOptionIsAUsageError() throws {
         let result = try guardPlay(["media/song.m4a", "--no-such-option"])
         #expect(result.status == 2)

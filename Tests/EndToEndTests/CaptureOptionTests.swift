@@ -4,10 +4,7 @@ import Testing
 
 /// The capture-source options end to end: which detectors run, what they tell the user, the audit trail,
 /// and the fail-closed path through the whole player.
-@Suite struct CaptureOptionTests {
-    /// No sound card and no display, whatever the machine running the tests has.
-    static let headless = ["SDL_AUDIODRIVER": "none-such-driver", "DISPLAY": "", "WAYLAND_DISPLAY": ""]
-
+@Suite(.hangGuard) struct CaptureOptionTests {
     @Test func aDetectorThatDiesMakesThePlayerProtect() throws {
         // A stand-in pw-dump that prints a recorded idle graph, lives a second and dies.
         let directory = try TemporaryDirectory()
@@ -21,7 +18,7 @@ import Testing
             [
                 fixture("song.m4a"), "--capture-source", "pipewire", "--realtime", "--output", out, "--length", "4",
                 "--status", "json",
-            ], environment: Self.headless.merging(["PATH": path]) { $1 }, timeout: 60)
+            ], environment: headlessEnvironment.merging(["PATH": path]) { $1 }, timeout: 60)
         #expect(result.status == 0, "\(result.stderr)")
         let events = try jsonEvents(result.stdout)
         let start = try #require(events.first { $0["event"] as? String == "start" })
@@ -49,9 +46,26 @@ import Testing
         (["--video-out", "window", "--output", "null"], 2, "--video-out window needs the device"),
     ])
     func badCaptureOptions(_ arguments: [String], _ status: Int32, _ message: String) throws {
-        let result = try guardPlay([fixture("song.m4a")] + arguments, environment: Self.headless)
+        let result = try guardPlay([fixture("song.m4a")] + arguments, environment: headlessEnvironment)
         #expect(result.status == status)
         #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    /// The units `--poll-interval` takes, checked at the bounds (10 ms to 10 s): a unit read wrongly (ms as
+    /// s, or s as ms) falls outside them.
+    @Test(arguments: [
+        ("250", true), ("250ms", true), ("0.25s", true), ("10ms", true), ("10", true), ("0.01s", true),
+        ("10s", true), ("10000", true), ("9ms", false), ("9", false), ("0.009s", false), ("11s", false),
+        ("10001ms", false),
+    ])
+    func pollIntervalUnits(_ value: String, _ accepted: Bool) throws {
+        let result = try guardPlay(
+            [
+                fixture("song.m4a"), "--capture-source", "process", "--poll-interval", value, "--length", "0.2",
+                "--output", "null", "--status", "none",
+            ], environment: headlessEnvironment)
+        #expect(result.status == (accepted ? 0 : 3), "\(result.stderr)")
+        if !accepted { #expect(result.stderr.contains("invalid value '\(value)' for --poll-interval")) }
     }
 
     @Test func theUsersRecorderListIsReadAndCheckedLineByLine() throws {
@@ -62,7 +76,7 @@ import Testing
             toFile: config.path("guard-play/recorders.conf"), atomically: true, encoding: .utf8)
         let result = try guardPlay(
             [fixture("song.m4a"), "--length", "0.2"],
-            environment: Self.headless.merging(["XDG_CONFIG_HOME": config.url.path]) { $1 })
+            environment: headlessEnvironment.merging(["XDG_CONFIG_HOME": config.url.path]) { $1 })
         #expect(result.status == 3)
         #expect(result.stderr.contains("guard-play/recorders.conf', line 2: unknown kind 'record'"), "\(result.stderr)")
     }
@@ -70,7 +84,7 @@ import Testing
     @Test func withoutADisplayVideoGoesNowhereWithANotice() throws {
         let result = try guardPlay(
             [fixture("clip.mp4"), "--capture-source", "none", "--length", "0.3", "--status", "json"],
-            environment: Self.headless)
+            environment: headlessEnvironment)
         #expect(result.status == 0, "\(result.stderr)")
         let events = try jsonEvents(result.stdout)
         #expect(events.contains { ($0["message"] as? String)?.hasPrefix("no display") == true }, "\(events)")
@@ -79,7 +93,8 @@ import Testing
 
     @Test func aWindowThatCannotOpenFailsOnlyWhenAskedFor() throws {
         // A display nobody serves: SDL must not fall back to an invisible offscreen "window".
-        let nowhere = Self.headless.merging(["DISPLAY": ":987"]) { $1 }
+        let directory = try TemporaryDirectory()
+        let nowhere = headlessEnvironment.merging(["DISPLAY": unservedDisplay(in: directory)]) { $1 }
         let arguments = [fixture("clip.mp4"), "--capture-source", "none", "--length", "0.3"]
         let required = try guardPlay(arguments + ["--video-out", "window"], environment: nowhere)
         #expect(required.status == 1)
@@ -92,7 +107,10 @@ import Testing
 
     @Test func x11MakesTheStateUnknownAndThePolicyDecides() throws {
         // A display name is enough: the session source reads the environment, and no window is opened.
-        let x11 = Self.headless.merging(["DISPLAY": ":987", "XDG_SESSION_TYPE": "x11"]) { $1 }
+        let directory = try TemporaryDirectory()
+        let x11 = headlessEnvironment.merging(["DISPLAY": unservedDisplay(in: directory), "XDG_SESSION_TYPE": "x11"]) {
+            $1
+        }
         for (policy, protecting) in [("protect", true), ("allow", false)] {
             let result = try guardPlay(
                 [
@@ -111,7 +129,7 @@ import Testing
     @Test func remoteWithoutAReportIsUnknown() throws {
         let result = try guardPlay(
             [fixture("song.m4a"), "--capture-source", "remote", "--length", "0.3", "--status", "json"],
-            environment: Self.headless)
+            environment: headlessEnvironment)
         #expect(result.status == 0, "\(result.stderr)")
         let events = try jsonEvents(result.stdout)
         let start = try #require(events.first { $0["event"] as? String == "start" })
@@ -128,9 +146,9 @@ import Testing
         let player = try BackgroundPlayer(
             [
                 fixture("song.m4a"), "--length", "3", "--capture-source", "process",
-                "--recorders", try recorderList(keeping: [], in: directory),
+                "--recorders", try recorderList(in: directory),
             ],
-            environment: Self.headless.merging(["HOME": home.url.path, "XDG_CONFIG_HOME": home.path(".config")]) {
+            environment: headlessEnvironment.merging(["HOME": home.url.path, "XDG_CONFIG_HOME": home.path(".config")]) {
                 $1
             }, in: directory)
         #expect(ProcessTestSupport.eventually(timeout: 30) { !player.events("start").isEmpty }, "\(player.errors)")

@@ -4,6 +4,17 @@ import MediaCore
 import ProcessTestSupport
 import Testing
 
+/// No sound card and no display, whatever the machine running the tests has (a `WAYLAND_DISPLAY` left in
+/// the environment would give the player a display).
+let headlessEnvironment = ["SDL_AUDIODRIVER": "none-such-driver", "DISPLAY": "", "WAYLAND_DISPLAY": ""]
+
+/// A display name no X server answers, now or later: a socket path inside `directory`, where nothing
+/// listens (this libxcb does not even take a path for a socket). A number such as `:987` could be taken by
+/// another test's Xvfb, which picks free numbers.
+func unservedDisplay(in directory: TemporaryDirectory) -> String {
+    directory.path("no-x-server") + ":0"
+}
+
 /// A private X server (Xvfb) on a display number it picks itself (`-displayfd`), so tests running side by
 /// side never share a display; black background, no TCP. Ended with its owner.
 final class VirtualDisplay {
@@ -213,14 +224,25 @@ final class BackgroundPlayer {
     deinit { process.end() }
 }
 
-/// A recorder list that ignores every built-in recorder except `keep`: tests run side by side (and other
-/// test runs on the machine) start real recorders, and each player must react only to its own.
-func recorderList(keeping keep: Set<String>, in directory: TemporaryDirectory) throws -> String {
-    let ignored = Set(RecorderRules.builtIn.rules.map(\.name)).subtracting(keep).sorted()
+/// A recorder list that ignores every built-in recorder and adds `rules`: tests run side by side in one
+/// process (SwiftPM runs every test target's suites in parallel), and other test runs share the machine;
+/// they start real recorders and stand-ins named like recorders (`CaptureDetectorsTests`), so each player
+/// must react only to the recorder its own test starts, told apart by an argument no other has.
+func recorderList(adding rules: [String] = [], in directory: TemporaryDirectory) throws -> String {
+    let ignored = Set(RecorderRules.builtIn.rules.map(\.name)).sorted().map { "ignore \($0)" }
     let path = directory.path("recorders.conf")
-    try ignored.map { "ignore \($0)" }.joined(separator: "\n").write(
-        toFile: path, atomically: true, encoding: .utf8)
+    try (ignored + rules).joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
     return path
+}
+
+/// A recorder rule for `name` that counts only a run with `argument` on its command line (a path in the
+/// test's own temporary directory), as `kind` (`screen`, `audio`).
+func recorderRule(_ kind: String, _ name: String, whenArgument argument: String) throws -> String {
+    // Rule files split words at white space and start comments at '#'.
+    guard !argument.contains(where: { $0.isWhitespace || $0 == "#" }) else {
+        throw TestFailure("'\(argument)' cannot be a word of a recorder rule")
+    }
+    return "\(kind) \(name) when-arg \(argument)"
 }
 
 /// The first Unix time in `events` of a `protection` event for `output` turning on, or nil.

@@ -208,8 +208,8 @@ func isBlack(_ picture: DecodedPicture, _ original: DecodedPicture) -> Bool {
         && picture.planes[1].allSatisfy { $0 == 128 } && picture.planes[2].allSatisfy { $0 == 128 }
 }
 
-/// Mean absolute luma difference between two pictures.
-func meanLumaDifference(_ a: DecodedPicture, _ b: DecodedPicture) -> Double {
-    let total = zip(a.planes[0], b.planes[0]).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }
-    return Double(total) / Double(max(1, a.planes[0].count))
+/// Mean absolute difference of two equally long runs of samples (infinite when their lengths differ).
+func meanDifference(_ a: [UInt8], _ b: [UInt8]) -> Double {
+    guard a.count == b.count, !a.isEmpty else { return .infinity }
+    return Double(zip(a, b).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }) / Double(a.count)
 }

@@ -1,8 +1,9 @@
 import Foundation
+import MediaCore
 import Testing
 
 /// The ffplay/mpv-style options, checked on decoded output.
-@Suite struct PlayOptionTests {
+@Suite(.hangGuard) struct PlayOptionTests {
     @Test func startAndLengthCutTheOutput() throws {
         // FLAC decodes the same after a seek as in one pass (AAC's noise substitution does not), so the
         // cut can be compared bit for bit.
@@ -110,9 +111,78 @@ import Testing
         // What `make run` does, shortened: realtime, no sound card, no display, the state changing.
         let result = try guardPlay(
             [fixture("clip.mp4"), "--simulate-recording=every:3", "--start", "2", "--length", "2"],
-            environment: ["SDL_AUDIODRIVER": "none-such-driver", "DISPLAY": ""])
+            environment: headlessEnvironment)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("3.0 s  capturing (simulated"))
         #expect(result.stderr.contains("end (end)"))
     }
+}
+
+extension PlayOptionTests {
+    @Test func statusLineRedrawsOneLineInPlace() throws {
+        let result = try guardPlay(
+            [fixture("song.m4a"), "--simulate-recording=0.5-", "--length", "1.2", "--status", "line"],
+            environment: headlessEnvironment.merging(["SDL_AUDIODRIVER": "dummy"]) { $1 })
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+        // Each drawing clears the line and redraws it without a newline; the last one ends the line. The
+        // first is drawn at once and the last at the end, so there are always at least two.
+        let drawings = result.stderr.components(separatedBy: "\r\u{1B}[K")
+        #expect(drawings.first == "" && drawings.count >= 3, "\(result.stderr.debugDescription)")
+        for drawing in drawings.dropFirst().dropLast() {
+            #expect(!drawing.contains("\n"), "\(drawing.debugDescription)")
+            #expect(drawing.contains("/10.0 s  ") && drawing.contains(" (simulated)"), "\(drawing.debugDescription)")
+        }
+        #expect(drawings.last == "   1.2/10.0 s  CAPTURING (simulated)  audio muted\n", "\(drawings.last ?? "")")
+    }
+
+    @Test func flacOutputIsMutedSampleAccurately() throws {
+        // FLAC is lossless: the output is the plain decode (24-bit) with exactly the scheduled stretch muted.
+        let directory = try TemporaryDirectory()
+        let out = try recordChime(as: "flac", codec: "flac", in: directory)
+        let problem = checkMuting(
+            output: try decodeAudio(out), reference: try decodeAudio(fixture("chime-48k.flac")),
+            muted: Intervals(ranges: [(1, 2)]))
+        #expect(problem == nil)
+    }
+
+    @Test func m4aOutputIsMutedWithinWhatAACKeeps() throws {
+        // AAC is lossy and its frames overlap by 1024 samples, so the check leaves 50 ms either side of
+        // each edge and compares levels rather than samples.
+        let directory = try TemporaryDirectory()
+        let out = try recordChime(as: "m4a", codec: "aac", in: directory)
+        let output = try decodeAudio(out)
+        let reference = try decodeAudio(fixture("chime-48k.flac"))
+        #expect(output.sampleRate == reference.sampleRate && output.channels == reference.channels)
+        #expect(abs(output.frameCount - reference.frameCount) <= 2048, "\(output.frameCount) frames")
+        func stretch(_ audio: DecodedAudio, _ from: Double, _ to: Double) -> ArraySlice<Float> {
+            let rate = Double(audio.sampleRate)
+            return audio.samples[(Int(from * rate) * audio.channels)..<(Int(to * rate) * audio.channels)]
+        }
+        let muted = stretch(output, 1.05, 1.95)
+        #expect(muted.allSatisfy { abs($0) < 1e-3 }, "peak \(muted.map(abs).max() ?? 0) while recording")
+        #expect(rms(stretch(reference, 1.05, 1.95)) > 0.01, "the reference is silent there too")
+        for (from, to) in [(0.05, 0.95), (2.05, 3.5)] {
+            let played = stretch(output, from, to)
+            let original = stretch(reference, from, to)
+            let error = rms(zip(played, original).map { $0 - $1 }[...])
+            #expect(error < 0.1 * rms(original), "\(from)-\(to) s: error \(error) of \(rms(original))")
+        }
+    }
+}
+
+/// Plays the chime into `out.EXTENSION` with a simulated recording from 1 to 2 s; checks the run and the
+/// codec written, and returns the path.
+private func recordChime(as extension: String, codec: String, in directory: TemporaryDirectory) throws -> String {
+    let out = directory.path("out.\(`extension`)")
+    let result = try guardPlay([fixture("chime-48k.flac"), "--simulate-recording=1-2", "--output", out])
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(try InputContext(path: out).streams.map(\.codecName) == [codec])
+    return out
+}
+
+/// The root mean square of `samples`.
+private func rms(_ samples: ArraySlice<Float>) -> Double {
+    guard !samples.isEmpty else { return 0 }
+    return (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(samples.count)).squareRoot()
 }

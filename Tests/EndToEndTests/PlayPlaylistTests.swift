@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The player takes what ffplay takes: an HLS playlist, here the packager's own clear output.
-@Suite struct PlayPlaylistTests {
+@Suite(.hangGuard) struct PlayPlaylistTests {
     @Test func playsAndMasksAnHLSPlaylist() throws {
         let directory = try TemporaryDirectory()
         let hls = directory.path("hls")

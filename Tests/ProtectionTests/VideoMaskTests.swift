@@ -66,37 +66,53 @@ private func qrLike(width: Int, height: Int) -> [TestPlane] {
         }
     }
 
-    @Test func pixelateLeavesOnlyUniformQuantisedBlocks() {
+    @Test func pixelateFillsEachBlockWithItsQuantisedMean() {
         let width = 320
         let height = 240
-        let source = qrLike(width: width, height: height)
-        let destination = qrLike(width: width, height: height).map { plane in
-            TestPlane(width: plane.width, height: plane.height) { _, _ in 0 }
-        }
+        // QR-like modules whose two levels drift across the picture, so blocks have different means.
+        let source = [
+            TestPlane(width: width, height: height) { x, y in
+                ((x / 8) * 7 + (y / 8) * 13) % 3 == 0 ? UInt8(16 + x / 4) : UInt8(235 - y / 2)
+            },
+            TestPlane(width: width / 2, height: height / 2) { x, y in UInt8(60 + x + (x + y) % 20) },
+            TestPlane(width: width / 2, height: height / 2) { x, y in UInt8(200 - y - (x * y) % 30) },
+        ]
+        let destination = source.map { plane in TestPlane(width: plane.width, height: plane.height) { _, _ in 0 } }
         withPlanes(source) { sourcePlanes in
             withPlanes(destination) { destinationPlanes in
                 VideoMask.pixelate(sourcePlanes, into: destinationPlanes, format: yuv420, lumaHeight: height)
             }
         }
         let block = VideoMask.blockSize(forHeight: height)
-        for (index, plane) in destination.enumerated() {
+        let step = VideoMask.quantisationStep
+        for (index, (original, plane)) in zip(source, destination).enumerated() {
             let edge = index == 0 ? block : block / 2
-            var distinct = Set<UInt8>()
-            for y in 0..<plane.height {
-                for x in 0..<plane.width {
-                    let value = plane[x, y]
-                    // Every pixel equals its block's top-left pixel, and sits on the quantisation grid.
-                    #expect(value == plane[(x / edge) * edge, (y / edge) * edge])
-                    #expect(Int(value) % VideoMask.quantisationStep == VideoMask.quantisationStep / 2)
-                    distinct.insert(value)
+            var levels = Set<UInt8>()
+            for top in stride(from: 0, to: plane.height, by: edge) {
+                for left in stride(from: 0, to: plane.width, by: edge) {
+                    let rows = top..<min(top + edge, plane.height)
+                    let columns = left..<min(left + edge, plane.width)
+                    // The mean of the source block, worked out here from the source plane.
+                    var sum = 0
+                    for y in rows { for x in columns { sum += Int(original[x, y]) } }
+                    let mean = Double(sum) / Double(rows.count * columns.count)
+                    let value = plane[left, top]
+                    levels.insert(value)
+                    // One of 8 levels, the one whose step holds the mean...
+                    #expect(Int(value) % step == step / 2, "plane \(index) block at \(left),\(top): \(value)")
+                    #expect(abs(Double(value) - mean) <= Double(step) / 2, "plane \(index) block at \(left),\(top)")
+                    // ...over the whole block.
+                    for y in rows {
+                        for x in columns where plane[x, y] != value {
+                            Issue.record("plane \(index) pixel \(x),\(y) is \(plane[x, y]), its block \(value)")
+                        }
+                    }
                 }
             }
-            #expect(distinct.count <= 256 / VideoMask.quantisationStep)
+            #expect(levels.count > 1, "plane \(index) is one flat level: \(levels)")
         }
-        // The 8-pixel modules of the source cannot be told apart: no block edge is finer than a block.
-        var luma = 0
-        for y in 0..<height { for x in 0..<width where source[0][x, y] != destination[0][x, y] { luma += 1 } }
-        #expect(luma > width * height / 4)
+        // Padding beyond the width is not touched.
+        #expect(destination[0].bytes[width] == 0xEE)
     }
 
     @Test func imageCopyReplacesEveryPixel() {
