@@ -55,6 +55,7 @@ import Testing
 
     @Test func answersABodyOfManyMembersPromptly() throws {
         let api = try APIFixture()
+        defer { withExtendedLifetime(api) {} }
         let router = api.router
         func post(_ body: [UInt8]) -> HTTPRequest {
             HTTPRequest(
