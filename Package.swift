@@ -66,7 +66,7 @@ let package = Package(
         .testTarget(name: "PlayerTests", dependencies: ["Player", "MediaCore", "CaptureMonitor"]),
         .testTarget(name: "PackagerTests", dependencies: ["Packager", "MediaCore", "Crypto"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Crypto"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport", "ProcessTestSupport"]),
         .testTarget(
             name: "GatewayTests", dependencies: ["Gateway", "ControlAPI", "HTTPServer", "Store", "CaptureMonitor"]),
         // Runs the built `guard-play` binary and checks what it writes with MediaCore; starts real X servers,

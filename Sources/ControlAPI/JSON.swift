@@ -186,6 +186,9 @@ private struct JSONParser {
     mutating func object(depth: Int) throws(JSONParseError) -> JSON {
         index += 1
         var members: [(String, JSON)] = []
+        // The names seen so far: a hashed look-up per member, so a body of many members costs linear
+        // time rather than a scan of every earlier member for each new one.
+        var names = Set<String>()
         skipSpace()
         if index < bytes.count && bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -195,7 +198,7 @@ private struct JSONParser {
             skipSpace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
             let key = try string()
-            guard !members.contains(where: { $0.0 == key }) else { throw error("duplicate member '\(key)'") }
+            guard names.insert(key).inserted else { throw error("duplicate member '\(printable(key))'") }
             skipSpace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
             index += 1

@@ -29,8 +29,12 @@ enum ServeCommand {
           --job-workers N         packaging worker threads (default 1)
           --threads N             HTTP worker threads (default 4)
           --connection-limit N    open connections at most (default 1024)
+          --per-ip-connection-limit N
+                                  open connections from one client IP address at most (default 128;
+                                  0 for none, as behind a proxy, where every client has its address)
           --idle-timeout DURATION idle connection timeout (default 30s)
           --header-timeout DURATION time a client has to send its request header (default 10s)
+          --body-timeout DURATION time a client has to send a request body after its header (default 30s)
           --max-body BYTES        largest request body (default 65536)
           --drain DURATION        time /readyz reports draining before the server stops (default 5s)
           --check-config          check the configuration and exit
@@ -135,7 +139,7 @@ extension ServeConfiguration {
     func httpServer(log: @escaping @Sendable (String) -> Void) -> HTTPServerConfiguration {
         HTTPServerConfiguration(
             host: host, port: port, threads: threads, connectionLimit: connectionLimit,
-            idleTimeoutSeconds: Int(idleTimeout.rounded(.up)), headerTimeout: headerTimeout,
-            maxBodyBytes: maxBodyBytes, log: log)
+            perClientConnectionLimit: perIPConnectionLimit, idleTimeoutSeconds: Int(idleTimeout.rounded(.up)),
+            headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, maxBodyBytes: maxBodyBytes, log: log)
     }
 }

@@ -17,15 +17,18 @@ struct ServeConfiguration: Equatable {
     var jobWorkers = 1
     var threads = 4
     var connectionLimit = 1024
+    var perIPConnectionLimit = 128
     var idleTimeout: Double = 30
     var headerTimeout: Double = 10
+    var bodyTimeout: Double = 30
     var maxBodyBytes = 64 * 1024
     var drain: Double = 5
 
     /// The options that take a value, shared by the config file and the command line.
     static let keys = [
         "listen", "data", "kek-file", "public-url", "cors-origin", "input-root", "import-root", "session-ttl", "lease",
-        "job-workers", "threads", "connection-limit", "idle-timeout", "header-timeout", "max-body", "drain",
+        "job-workers", "threads", "connection-limit", "per-ip-connection-limit", "idle-timeout", "header-timeout",
+        "body-timeout", "max-body", "drain",
     ]
     /// Keys that may be given more than once on the command line (the file takes comma lists).
     static let repeatable: Set<String> = ["cors-origin", "import-root"]
@@ -129,8 +132,10 @@ struct ServeConfiguration: Equatable {
         case "job-workers": jobWorkers = try count(1...64)
         case "threads": threads = try count(1...256)
         case "connection-limit": connectionLimit = try count(1...100_000)
+        case "per-ip-connection-limit": perIPConnectionLimit = try count(0...100_000)
         case "idle-timeout": idleTimeout = try duration(1...3600)
         case "header-timeout": headerTimeout = try duration(1...300)
+        case "body-timeout": bodyTimeout = try duration(1...3600)
         case "max-body": maxBodyBytes = try count(1024...64 * 1024 * 1024)
         case "drain": drain = try duration(0...300)
         default: throw CLIError(.usage, "\(source): unknown key '\(key)'")

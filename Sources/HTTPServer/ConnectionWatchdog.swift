@@ -3,7 +3,8 @@ import Synchronization
 import ThreadSupport
 
 /// A thread the server owns that, twice a second, answers 408 to connections that hold their request
-/// header open too long (slowloris clients), and now and then sends a heartbeat on event streams.
+/// header or body open too long (slowloris clients, and clients that trickle a body), and now and then
+/// sends a heartbeat on event streams.
 final class ConnectionWatchdog: Sendable {
     let configuration: HTTPServerConfiguration
     let connections = Mutex([ObjectIdentifier: ConnectionState]())
@@ -29,17 +30,23 @@ final class ConnectionWatchdog: Sendable {
 
     func start(server: HTTPServer) {
         // Built when a client times out (rarely), so the responder sees, and counts, each refusal.
-        let timeoutResponse: @Sendable () -> [UInt8] = {
-            rawResponse(
-                server.rejectionResponder(
-                    Rejection(.headerTimeout, status: 408, detail: "The request header did not arrive in time.")))
+        let timeoutResponse: @Sendable (ConnectionState.Stall) -> [UInt8] = { stall in
+            let rejection =
+                switch stall {
+                case .header:
+                    Rejection(.headerTimeout, status: 408, detail: "The request header did not arrive in time.")
+                case .body:
+                    Rejection(.bodyTimeout, status: 408, detail: "The request body did not arrive in time.")
+                }
+            return rawResponse(server.rejectionResponder(rejection))
         }
         lastHeartbeat.withLock { $0 = monotonicSeconds() }
         ticker.start(firstTickAfter: ticker.interval) { [self] in
             let now = monotonicSeconds()
             for connection in connections.withLock({ Array($0.values) }) {
                 _ = connection.timeOutIfStalled(
-                    now: now, deadline: configuration.headerTimeout, response: timeoutResponse)
+                    now: now, headerDeadline: configuration.headerTimeout, bodyDeadline: configuration.bodyTimeout,
+                    response: timeoutResponse)
             }
             let due = lastHeartbeat.withLock { last in
                 guard now - last >= configuration.heartbeatInterval else { return false }

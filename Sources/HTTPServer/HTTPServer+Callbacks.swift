@@ -131,6 +131,8 @@ func handleRequest(
         uploadDataSize.pointee = 0
         return server.bodyArrived(context, bytes: UnsafeRawBufferPointer(start: uploadData, count: count))
     }
+    // The body is complete: the application takes over, unless the watchdog already answered 408.
+    guard context.connection.bodyComplete() else { return .NO }
     if let rejection = context.rejection {
         return server.queue(server.rejectionResponder(rejection), on: connection, closing: true)
     }
@@ -149,7 +151,7 @@ extension HTTPServer {
     ) -> MHD_Result {
         guard let pointer = cmhd_connection_socket_context(connection) else { return .NO }
         let state = Unmanaged<ConnectionState>.fromOpaque(pointer).takeUnretainedValue()
-        guard case .claimed(let recorded) = state.beginRequest() else { return .NO }
+        guard case .claimed(let recorded) = state.beginRequest(now: monotonicSeconds()) else { return .NO }
         let collector = HeaderCollector()
         withExtendedLifetime(collector) {
             _ = MHD_get_connection_values(
@@ -163,6 +165,8 @@ extension HTTPServer {
         requestContext.pointee = Unmanaged.passRetained(context).toOpaque()
         let versionText = version.map { String(cString: $0) } ?? ""
         if let rejection = configuration.screen(version: versionText, target: target, headers: context.headers) {
+            // Answered now, before any body: the body deadline no longer applies.
+            guard state.bodyComplete() else { return .NO }
             return queue(rejectionResponder(rejection), on: connection, closing: true)
         }
         return .YES

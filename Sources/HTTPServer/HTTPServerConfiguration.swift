@@ -8,13 +8,18 @@ public struct HTTPServerConfiguration: Sendable {
     public var threads: Int
     /// Open connections at most; libmicrohttpd refuses more.
     public var connectionLimit: Int
-    /// Open connections per client address at most; 0 for no per-client limit.
+    /// Open connections per client IP address at most, so one client cannot hold every connection;
+    /// 0 for no per-client limit (behind a proxy every client has the proxy's address). libmicrohttpd
+    /// closes a connection over the limit as soon as it is accepted.
     public var perClientConnectionLimit: Int
     /// Seconds a connection may sit idle (no bytes either way) before it is closed.
     public var idleTimeoutSeconds: Int
     /// Seconds a client may take to send a complete request header, counted from its connection (for
     /// the first request) or its request line; a slower client gets 408.
     public var headerTimeout: Double
+    /// Seconds a client may take to send a request's whole body, counted from the end of its header;
+    /// a slower client gets 408, so a body trickled byte by byte cannot hold a connection for long.
+    public var bodyTimeout: Double
     /// Bytes of memory each connection may use for its header and buffers; a larger request line
     /// gets 414 and a larger header 431 from libmicrohttpd.
     public var connectionMemoryLimit: Int
@@ -32,9 +37,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// A configuration with the given address and the default limits.
     public init(
         host: String = "127.0.0.1", port: UInt16 = 8080, threads: Int = 4, connectionLimit: Int = 1024,
-        perClientConnectionLimit: Int = 0, idleTimeoutSeconds: Int = 30, headerTimeout: Double = 10,
-        connectionMemoryLimit: Int = 16 * 1024, maxBodyBytes: Int = 64 * 1024, maxHeaderCount: Int = 64,
-        maxTargetLength: Int = 4096, heartbeatInterval: Double = 15,
+        perClientConnectionLimit: Int = 128, idleTimeoutSeconds: Int = 30, headerTimeout: Double = 10,
+        bodyTimeout: Double = 30, connectionMemoryLimit: Int = 16 * 1024, maxBodyBytes: Int = 64 * 1024,
+        maxHeaderCount: Int = 64, maxTargetLength: Int = 4096, heartbeatInterval: Double = 15,
         log: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.host = host
@@ -44,6 +49,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.perClientConnectionLimit = perClientConnectionLimit
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.headerTimeout = headerTimeout
+        self.bodyTimeout = bodyTimeout
         self.connectionMemoryLimit = connectionMemoryLimit
         self.maxBodyBytes = maxBodyBytes
         self.maxHeaderCount = maxHeaderCount

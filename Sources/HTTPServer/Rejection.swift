@@ -20,6 +20,8 @@ public struct Rejection: Sendable, Equatable {
         case targetTooLong = "target-too-long"
         /// The client did not finish its request header in time.
         case headerTimeout = "header-timeout"
+        /// The client did not finish its request body in time.
+        case bodyTimeout = "body-timeout"
     }
 
     /// Why.

@@ -1,10 +1,11 @@
 import Foundation
 import HTTPTestSupport
+import ProcessTestSupport
 import Testing
 
 /// The files in deploy/: the systemd unit, the example configuration, and the nginx front, each
 /// checked by the tool that will read it, and nginx once for real on loopback.
-@Suite(.serialized) struct DeployTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct DeployTests {
     static let deploy = repositoryRoot.appendingPathComponent("deploy")
 
     @Test func theExampleConfigurationIsAccepted() throws {
@@ -72,6 +73,29 @@ import Testing
         #expect(try nginx.get("/v1/hls/clip/seg0.ts").header("X-Cache-Status") == "HIT")
     }
 
+    @Test func startsNginxOnAnotherPortWhenItsPortIsTakenFirst() throws {
+        let server = try GatewayServer()
+        let nginx = try NginxFront(upstreamPort: server.port)
+        // Another process takes the free port before nginx binds it: it listens, but never answers.
+        let squatter = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(squatter) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = nginx.port.bigEndian
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(squatter, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        try #require(bound && listen(squatter, 16) == 0, "could not take port \(nginx.port)")
+        let taken = nginx.port
+        try nginx.start()
+        defer { nginx.stop() }
+        #expect(nginx.port != taken)
+        #expect(try nginx.get("/readyz").status == 200)
+    }
+
     func keyGrants(_ server: GatewayServer) throws -> Int {
         let metrics = try server.call("GET", "/metrics").text
         let line = metrics.split(separator: "\n").first {
@@ -83,43 +107,36 @@ import Testing
 
 /// nginx on a loopback port with TLS (a self-signed certificate made with the openssl CLI), running
 /// deploy/nginx/guardplay.conf with its addresses and paths pointed into a temporary prefix.
+///
+/// The port is one that was free a moment before nginx binds it; when another process takes it in
+/// between, nginx's error log says so and nginx is started again on another. Every request (the
+/// readiness probe too) checks the server's certificate against this test's own, freshly made one,
+/// so none can be answered by another listener that happens to hold the port.
 final class NginxFront {
     let prefix: TemporaryDirectory
-    let port: UInt16
-    var process: Process?
+    private(set) var port: UInt16
+    let upstreamPort: UInt16
+    var process: SpawnedProcess?
     let syntaxCheck: ProcessResult
+    var certificate: String { prefix.path("cert.pem") }
+    var errorLog: String { prefix.path("logs/error.log") }
+    var errorOutput: String { prefix.path("logs/stderr.log") }
 
     init(upstreamPort: UInt16) throws {
         prefix = try TemporaryDirectory()
+        self.upstreamPort = upstreamPort
         port = try freePort()
         let root = prefix.url.path
         for name in ["cache", "logs", "temp"] {
             try FileManager.default.createDirectory(atPath: prefix.path(name), withIntermediateDirectories: true)
         }
-        let certificate = try run(
+        let made = try run(
             "/usr/bin/openssl",
             [
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-keyout",
-                prefix.path("key.pem"), "-out", prefix.path("cert.pem"),
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+                "subjectAltName=IP:127.0.0.1", "-keyout", prefix.path("key.pem"), "-out", prefix.path("cert.pem"),
             ])
-        guard certificate.status == 0 else { throw RawClientError("openssl: \(certificate.stderr)") }
-        var site = try String(
-            contentsOf: repositoryRoot.appendingPathComponent("deploy/nginx/guardplay.conf"), encoding: .utf8)
-        // Point the deployed file at this test's ports and paths; each must be there exactly once.
-        let substitutions = [
-            ("server 127.0.0.1:8080;", "server 127.0.0.1:\(upstreamPort);"),
-            ("listen 443 ssl http2;", "listen 127.0.0.1:\(port) ssl http2;"),
-            ("/var/cache/nginx/guardplay", prefix.path("cache")),
-            ("/etc/ssl/guardplay/fullchain.pem", prefix.path("cert.pem")),
-            ("/etc/ssl/guardplay/privkey.pem", prefix.path("key.pem")),
-        ]
-        for (from, to) in substitutions {
-            guard site.components(separatedBy: from).count == 2 else {
-                throw RawClientError("deploy/nginx/guardplay.conf no longer contains '\(from)' exactly once")
-            }
-            site = site.replacingOccurrences(of: from, with: to)
-        }
-        try site.write(toFile: prefix.path("guardplay.conf"), atomically: true, encoding: .utf8)
+        guard made.status == 0 else { throw RawClientError("openssl: \(made.stderr)") }
         let main = """
             worker_processes 1;
             pid \(root)/nginx.pid;
@@ -137,42 +154,84 @@ final class NginxFront {
 
             """
         try main.write(toFile: prefix.path("nginx.conf"), atomically: true, encoding: .utf8)
+        try Self.writeSite(in: prefix, port: port, upstreamPort: upstreamPort)
         // Worker processes run as an unprivileged user when the tests run as root.
         _ = try run("/bin/chmod", ["-R", "a+rwX", root])
         syntaxCheck = try run("/usr/sbin/nginx", ["-t", "-p", root + "/", "-c", prefix.path("nginx.conf")])
     }
 
-    func start() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-p", prefix.url.path + "/", "-c", prefix.path("nginx.conf"), "-g", "daemon off;"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        self.process = process
-        for _ in 0..<100 {
-            if (try? RawClient(port: port)) != nil { return }
-            usleep(50_000)
+    deinit { stop() }
+
+    /// Writes deploy/nginx/guardplay.conf into `prefix`, pointed at `port`, `upstreamPort` and the
+    /// prefix's paths; each must be there exactly once.
+    private static func writeSite(in prefix: TemporaryDirectory, port: UInt16, upstreamPort: UInt16) throws {
+        var site = try String(
+            contentsOf: repositoryRoot.appendingPathComponent("deploy/nginx/guardplay.conf"), encoding: .utf8)
+        let substitutions = [
+            ("server 127.0.0.1:8080;", "server 127.0.0.1:\(upstreamPort);"),
+            ("listen 443 ssl http2;", "listen 127.0.0.1:\(port) ssl http2;"),
+            ("/var/cache/nginx/guardplay", prefix.path("cache")),
+            ("/etc/ssl/guardplay/fullchain.pem", prefix.path("cert.pem")),
+            ("/etc/ssl/guardplay/privkey.pem", prefix.path("key.pem")),
+        ]
+        for (from, to) in substitutions {
+            guard site.components(separatedBy: from).count == 2 else {
+                throw RawClientError("deploy/nginx/guardplay.conf no longer contains '\(from)' exactly once")
+            }
+            site = site.replacingOccurrences(of: from, with: to)
         }
-        throw RawClientError("nginx did not start listening on \(port)")
+        try site.write(toFile: prefix.path("guardplay.conf"), atomically: true, encoding: .utf8)
     }
 
+    /// Starts nginx and waits until it answers over TLS with this test's certificate; when its port
+    /// was taken in the meantime, starts it again on another (five tries).
+    func start() throws {
+        for _ in 0..<5 {
+            // Fresh logs per try, so only this try's bind failure counts.
+            for log in [errorLog, errorOutput] { try Data().write(to: URL(fileURLWithPath: log)) }
+            let process = try SpawnedProcess(
+                ["/usr/sbin/nginx", "-p", prefix.url.path + "/", "-c", prefix.path("nginx.conf"), "-g", "daemon off;"],
+                errors: errorOutput)
+            self.process = process
+            let bindFailure = "bind() to 127.0.0.1:\(port) failed"
+            var taken: Bool { (fileText(errorLog) + fileText(errorOutput)).contains(bindFailure) }
+            var ready = false
+            _ = eventually(timeout: 30) {
+                if taken || !process.isRunning { return true }
+                ready = (try? get("/readyz", timeout: 5))?.status == 200
+                return ready
+            }
+            if ready { return }
+            process.end(grace: 2)
+            guard taken else {
+                throw RawClientError(
+                    "nginx did not get ready on \(port): \(fileText(errorLog).suffix(2000))"
+                        + fileText(errorOutput).suffix(1000))
+            }
+            port = try freePort()
+            try Self.writeSite(in: prefix, port: port, upstreamPort: upstreamPort)
+        }
+        throw RawClientError("nginx found its port taken five times over")
+    }
+
+    /// Stops nginx and its worker (SIGTERM to its process group, SIGKILL after 5 s).
     func stop() {
-        guard let process, process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
+        process?.end(grace: 5)
     }
 
     func url(_ target: String) -> String { "https://127.0.0.1:\(port)\(target)" }
 
-    /// A GET through nginx over TLS with curl, headers and body kept apart.
-    func get(_ target: String, headers: [String] = []) throws -> RawResponse {
+    /// A GET through nginx over TLS with curl, headers and body kept apart; the server must present
+    /// this test's certificate.
+    func get(_ target: String, headers: [String] = [], timeout: Double = 60) throws -> RawResponse {
         let output = prefix.path("curl-\(UUID().uuidString)")
         let result = try run(
             "/usr/bin/curl",
-            ["-sk", "--http1.1", "-D", output + ".head", "-o", output + ".body", url(target)]
-                + headers.flatMap { ["-H", $0] })
-        guard result.status == 0 else { throw RawClientError("curl \(target): \(result.stderr)") }
+            [
+                "-s", "--cacert", certificate, "--max-time", String(Int(timeout)), "--http1.1", "-D", output + ".head",
+                "-o", output + ".body", url(target),
+            ] + headers.flatMap { ["-H", $0] }, timeout: timeout + 30)
+        guard result.status == 0 else { throw RawClientError("curl \(target): exit \(result.status) \(result.stderr)") }
         let head = try Data(contentsOf: URL(fileURLWithPath: output + ".head"))
         let body = try Data(contentsOf: URL(fileURLWithPath: output + ".body"))
         var response = Array(head)
@@ -184,7 +243,8 @@ final class NginxFront {
     }
 }
 
-/// A TCP port nothing listens on right now.
+/// A TCP port nothing listens on right now (it may be taken before the caller binds it: callers that
+/// bind later must notice and try again).
 func freePort() throws -> UInt16 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }

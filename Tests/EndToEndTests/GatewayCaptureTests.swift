@@ -3,7 +3,7 @@ import HTTPTestSupport
 import Testing
 
 /// Acceptance 3: capture state over Server-Sent Events, leases, and deny-keys-while-capturing.
-@Suite(.serialized) struct GatewayCaptureTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct GatewayCaptureTests {
     func report(_ server: GatewayServer, session: String, token: String, capturing: Bool, seq: Int) throws
         -> RawResponse
     {
@@ -12,21 +12,28 @@ import Testing
             body: #"{"capturing":\#(capturing),"seq":\#(seq),"observedAt":"2027-03-01T12:00:00Z"}"#)
     }
 
-    @Test func reportsTurnTheStreamCapturingAndALapsedLeaseTurnsItUnknown() throws {
-        let server = try GatewayServer(["--lease", "1s"])
-        let admin = try server.token("admin")
-        let clip = try makeAESHLS(in: server.importRoot, name: "clip")
-        try server.importAsset(clip, id: "clip", token: admin, denyKeysWhileCapturing: true)
-        let (session, token) = try server.session("clip", token: admin)
-
-        // Several listeners at once: the client itself (session token) and operators (API token).
-        let listeners = try [
-            EventStreamReader(port: server.port, target: "/v1/sessions/\(session)/events?token=\(token)"),
-            EventStreamReader(
-                port: server.port, target: "/v1/sessions/\(session)/events",
-                headers: [("Authorization", "Bearer \(admin)")]),
-            EventStreamReader(port: server.port, target: "/v1/sessions/\(session)/events?token=\(token)"),
+    /// Event streams on `session`: one for an operator (API token), then `clients` for the client
+    /// itself (session token).
+    func listeners(_ server: GatewayServer, session: String, token: String, admin: String, clients: Int = 1) throws
+        -> [EventStreamReader]
+    {
+        let target = "/v1/sessions/\(session)/events"
+        var streams = [
+            try EventStreamReader(port: server.port, target: target, headers: [("Authorization", "Bearer \(admin)")])
         ]
+        for _ in 0..<clients {
+            streams.append(try EventStreamReader(port: server.port, target: target + "?token=\(token)"))
+        }
+        return streams
+    }
+
+    @Test func reportsTurnTheStreamCapturingOrClearAndGateTheKey() throws {
+        // A lease far longer than the test, so every report holds until the next.
+        let server = try GatewayServer(["--lease", "10m"])
+        let (admin, clip, session, token) = try server.servingClip(denyKeysWhileCapturing: true)
+
+        // Several listeners at once: an operator and the client itself (twice).
+        let listeners = try listeners(server, session: session, token: token, admin: admin, clients: 2)
         for listener in listeners {
             #expect(listener.status == 200)
             #expect(listener.next("capture-state", containing: #""state":"unknown""#) != nil)
@@ -48,30 +55,37 @@ import Testing
         #expect(try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 403)
 
         #expect(try report(server, session: session, token: token, capturing: false, seq: 2).status == 200)
-        #expect(listeners[0].next("capture-state", containing: #""state":"clear""#) != nil)
+        #expect(listeners[1].next("capture-state", containing: #""state":"clear""#) != nil)
         let clear = try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)")
         #expect(clear.status == 200 && clear.body == clip.key)
-
-        // No more reports: the lease lapses and every stream turns unknown.
-        for listener in listeners {
-            #expect(
-                listener.next("capture-state", containing: #""reason":"lease-lapsed""#, timeout: 10)?.contains(
-                    "unknown") == true)
-        }
-        #expect(try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 403)
 
         // Commands reach the client; revocation ends every stream.
         #expect(
             try server.call("POST", "/v1/sessions/\(session)/commands", token: admin, body: #"{"command":"stop"}"#)
                 .status
                 == 202)
-        #expect(listeners[0].next("command", containing: "stop") != nil)
+        #expect(listeners[1].next("command", containing: "stop") != nil)
         #expect(try server.call("DELETE", "/v1/sessions/\(session)", token: admin).status == 204)
         for listener in listeners {
             #expect(listener.next("revoked") != nil, "\(listener.transcript)")
             #expect(listener.ended())
         }
         #expect(server.isUp)
+    }
+
+    @Test func aLapsedLeaseTurnsEveryStreamUnknownAndWithholdsTheKey() throws {
+        let server = try GatewayServer(["--lease", "1s"])
+        let (admin, clip, session, token) = try server.servingClip(denyKeysWhileCapturing: true)
+        let listeners = try listeners(server, session: session, token: token, admin: admin)
+        #expect(try report(server, session: session, token: token, capturing: false, seq: 1).status == 200)
+        // No more reports: the lease lapses and every stream turns unknown, and stays so.
+        for listener in listeners {
+            #expect(
+                listener.next("capture-state", containing: #""reason":"lease-lapsed""#, timeout: 30)?.contains(
+                    #""state":"unknown""#) == true, "\(listener.transcript)")
+        }
+        let refused = try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)")
+        #expect(refused.status == 403 && refused.json?["type"] as? String == "/problems/capture-unknown")
     }
 
     @Test func refusesEventStreamsAndReportsWithoutTheRightToken() throws {

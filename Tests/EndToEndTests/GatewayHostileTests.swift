@@ -3,7 +3,7 @@ import HTTPTestSupport
 import Testing
 
 /// Acceptance 4: hostile requests against the built gateway; each gets a 4xx and the server stays up.
-@Suite(.serialized) struct GatewayHostileTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct GatewayHostileTests {
     struct Hostile: Sendable, CustomTestStringConvertible {
         let name: String
         let status: Int
@@ -99,6 +99,79 @@ import Testing
         }
         for client in slow where RawResponse(client.read(timeout: 3)).status == 408 { timedOut += 1 }
         #expect(timedOut == slow.count)
+        #expect(server.isUp)
+    }
+
+    @Test func answersATrickledBodyWith408AndKeepsServingOthers() throws {
+        let server = try GatewayServer(["--body-timeout", "1s"])
+        let admin = try server.token("admin")
+        let trickler = try RawClient(port: server.port)
+        trickler.send(
+            "POST /v1/sessions HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(admin)\r\n"
+                + "Content-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"asset\":\"")
+        // A byte every 200 ms would finish the body after 40 s; the deadline answers first.
+        var received: [UInt8] = []
+        for _ in 0..<200 where received.isEmpty {
+            #expect(server.isUp, "others are not served while a client trickles its body")
+            trickler.send("a")
+            received += trickler.read(timeout: 0.2)
+        }
+        let response = RawResponse(received + trickler.read(timeout: 2))
+        #expect(response.status == 408, "\(response.text)")
+        #expect(response.header("Content-Type") == "application/problem+json")
+        #expect(response.json?["type"] as? String == "/problems/body-timeout")
+        #expect(server.isUp)
+        let metrics = try server.call("GET", "/metrics").text
+        #expect(metrics.contains("guardplay_http_rejections_total{reason=\"body-timeout\"} 1"), "\(metrics)")
+    }
+
+    @Test func refusesConnectionsOverThePerIPLimitAndKeepsServingOthers() throws {
+        let server = try GatewayServer(["--per-ip-connection-limit", "4"])
+        // Four kept-alive connections, each answered once, so the server has counted them all.
+        let held = try (0..<4).map { _ in try RawClient(port: server.port) }
+        for client in held {
+            client.send("GET /livez HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(client.readResponse().status == 200)
+        }
+        try withExtendedLifetime(held) {
+            // A fifth from the same address is closed unanswered; another address is served.
+            let over = try RawClient(port: server.port)
+            over.send("GET /livez HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(over.read(timeout: 5).isEmpty)
+            let other = try RawClient(port: server.port, source: "127.0.0.2")
+            other.send("GET /livez HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(other.readResponse().status == 200)
+        }
+        #expect(server.isRunning)
+    }
+
+    @Test func limitsEachAddressTo128ConnectionsByDefault() throws {
+        let server = try GatewayServer()
+        let held = try (0..<128).map { _ in try RawClient(port: server.port) }
+        for client in held { client.send("GET /livez HTTP/1.1\r\nHost: t\r\n\r\n") }
+        #expect(held.filter { $0.readResponse().status == 200 }.count == 128)
+        try withExtendedLifetime(held) {
+            let over = try RawClient(port: server.port)
+            over.send("GET /livez HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(over.read(timeout: 5).isEmpty)
+        }
+    }
+
+    @Test func answersABodyOfManyJSONMembersPromptly() throws {
+        // 600,000 distinct members (7 MB) under an 8 MiB --max-body: a parser that scanned the earlier
+        // members for each one would take hours; the answer must come within the read's deadline.
+        let server = try GatewayServer(["--max-body", "8388608"])
+        let admin = try server.token("control")
+        var body = "{"
+        body.reserveCapacity(600_000 * 12)
+        for index in 0..<600_000 { body += "\"k\(index)\":0," }
+        body += "\"asset\":\"clip\"}"
+        let response = try exchange(
+            port: server.port, "POST", "/v1/sessions",
+            headers: [("Authorization", "Bearer \(admin)"), ("Content-Type", "application/json")], body: body,
+            timeout: 120)
+        #expect(response.status == 422, "\(response.status) \(response.text.prefix(300))")
+        #expect(response.json?["type"] as? String == "/problems/invalid-field")
         #expect(server.isUp)
     }
 

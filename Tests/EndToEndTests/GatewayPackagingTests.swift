@@ -1,48 +1,19 @@
 import Foundation
 import HTTPTestSupport
+import ProcessTestSupport
 import Testing
 
 /// Acceptance 1 (streaming end to end) and the packaging half of acceptance 5 (kill -9 during a job):
 /// packaging through the API with the in-process SAMPLE-AES packager, over loopback.
-@Suite(.serialized) struct GatewayPackagingTests {
-    /// Posts a packaging job and returns its ID.
-    func submit(_ server: GatewayServer, token: String, input: String, asset: String, key: String? = nil) throws
-        -> String
-    {
-        let response = try server.call(
-            "POST", "/v1/packaging-jobs", token: token, body: #"{"input":"\#(input)","asset":"\#(asset)"}"#,
-            headers: key.map { [("Idempotency-Key", $0)] } ?? [])
-        guard response.status == 202, let id = response.json?["id"] as? String else {
-            throw RawClientError("job not accepted: \(response.status) \(response.text)")
-        }
-        #expect(response.header("Location") == "/v1/packaging-jobs/\(id)")
-        return id
-    }
-
-    /// The job's JSON once `done` says so, polled every 20 ms for at most `timeout` seconds.
-    func poll(
-        _ server: GatewayServer, token: String, job: String, timeout: Double = 120, until done: ([String: Any]) -> Bool
-    )
-        throws -> [String: Any]?
-    {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let json = try server.call("GET", "/v1/packaging-jobs/\(job)", token: token).json, done(json) {
-                return json
-            }
-            usleep(20_000)
-        }
-        return nil
-    }
-
+@Suite(.serialized, .timeLimit(.minutes(10))) struct GatewayPackagingTests {
     @Test func ffmpegPlaysTheSampleAESStreamPackagedThroughTheAPI() throws {
         let server = try GatewayServer()
         let admin = try server.token("admin")
         try FileManager.default.copyItem(atPath: fixture("clip.mp4"), toPath: server.inputRoot + "/clip.mp4")
-        let job = try submit(server, token: admin, input: "clip.mp4", asset: "clip", key: "first")
+        let job = try server.submitJob(token: admin, input: "clip.mp4", asset: "clip", idempotencyKey: "first")
         // Retrying with the same Idempotency-Key gives the same job.
-        #expect(try submit(server, token: admin, input: "clip.mp4", asset: "clip", key: "first") == job)
-        let finished = try poll(server, token: admin, job: job) {
+        #expect(try server.submitJob(token: admin, input: "clip.mp4", asset: "clip", idempotencyKey: "first") == job)
+        let finished = try server.pollJob(job, token: admin) {
             ["succeeded", "failed"].contains($0["state"] as? String)
         }
         #expect(finished?["state"] as? String == "succeeded", "\(String(describing: finished))")
@@ -86,33 +57,28 @@ import Testing
     @Test func aJobInterruptedByKill9IsRetriedAfterRestartAndNothingIsLost() throws {
         let server = try GatewayServer()
         let admin = try server.token("admin")
-        // A long input (the clip looped), so the job is still running when the process dies.
-        let long = server.inputRoot + "/long.mp4"
-        let made = try run(
-            "/usr/bin/ffmpeg",
-            ["-nostdin", "-loglevel", "error", "-stream_loop", "60", "-i", fixture("clip.mp4"), "-c", "copy", long])
-        #expect(made.status == 0, "\(made.stderr)")
+        try server.makeLongInput()
         let clip = try makeAESHLS(in: server.importRoot, name: "imported")
         try server.importAsset(clip, id: "imported", token: admin)
         let (session, sessionToken) = try server.session("imported", token: admin)
 
-        let job = try submit(server, token: admin, input: "long.mp4", asset: "long", key: "long-1")
-        let running = try poll(server, token: admin, job: job, timeout: 60) { json in
-            json["state"] as? String == "running" && (json["progress"] as? Double ?? 0) > 0.05
-        }
-        #expect(running?["state"] as? String == "running", "the job finished before it could be interrupted")
-        let kid = try #require(running?["kid"] as? String)
-        server.kill9()
+        let job = try server.submitJob(token: admin, input: "long.mp4", asset: "long", idempotencyKey: "long-1")
+        // Killed while frozen mid-job, once it has written some output (stored progress from 5%).
+        let kid = try #require(
+            try server.whileJobRunning(job, progress: 0.05..<0.5) { () throws -> String in
+                let kid = try server.storedJob(job).kid
+                server.kill9()
+                return kid
+            })
 
         // What a dead process leaves: a job marked running and a partial output beside its target.
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: server.dataDirectory + "/assets")
         #expect(leftovers.contains { $0.hasPrefix(".\(job)") && $0.hasSuffix(".partial") }, "\(leftovers)")
-        let integrity = try run("/usr/bin/sqlite3", [server.dataDirectory + "/guardplay.db", "PRAGMA integrity_check"])
-        #expect(integrity.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "ok")
+        #expect(try server.query("PRAGMA integrity_check") == "ok")
 
         try server.start()
         // Never left running: the job is retried and finishes.
-        let after = try poll(server, token: admin, job: job) {
+        let after = try server.pollJob(job, token: admin) {
             ["succeeded", "failed"].contains($0["state"] as? String)
         }
         #expect(after?["state"] as? String == "succeeded", "\(String(describing: after))")
@@ -130,7 +96,7 @@ import Testing
         let importedKey = try server.call("GET", "/v1/keys/\(clip.kid)?token=\(sessionToken)")
         #expect(importedKey.status == 200 && importedKey.body == clip.key)
         #expect(try server.call("GET", "/v1/sessions/\(session)", token: admin).status == 200)
-        #expect(try submit(server, token: admin, input: "long.mp4", asset: "long", key: "long-1") == job)
+        #expect(try server.submitJob(token: admin, input: "long.mp4", asset: "long", idempotencyKey: "long-1") == job)
         let played = try run(
             "/usr/bin/ffmpeg",
             [
@@ -144,28 +110,63 @@ import Testing
     @Test func cancelsARunningJobAndRemovesItsOutput() throws {
         let server = try GatewayServer()
         let admin = try server.token("package")
-        let long = server.inputRoot + "/long.mp4"
-        _ = try run(
-            "/usr/bin/ffmpeg",
-            ["-nostdin", "-loglevel", "error", "-stream_loop", "60", "-i", fixture("clip.mp4"), "-c", "copy", long])
-        let job = try submit(server, token: admin, input: "long.mp4", asset: "long")
-        _ = try poll(server, token: admin, job: job, timeout: 60) { ($0["progress"] as? Double ?? 0) > 0.02 }
-        let cancelled = try server.call("DELETE", "/v1/packaging-jobs/\(job)", token: admin)
-        #expect(cancelled.status == 200 && cancelled.json?["state"] as? String == "cancelled")
-        let empty = waitUntil(timeout: 30) {
-            ((try? FileManager.default.contentsOfDirectory(atPath: server.dataDirectory + "/assets")) ?? []).isEmpty
+        try server.makeLongInput()
+        let job = try server.submitJob(token: admin, input: "long.mp4", asset: "long")
+        let assets = server.dataDirectory + "/assets"
+        // The DELETE is sent while the server is frozen mid-job, once the job has written output, so the
+        // job cannot finish before the cancel is read.
+        let (client, written) = try #require(
+            try server.whileJobRunning(job, progress: 0.05..<0.5) { () throws -> (RawClient, [String]) in
+                let client = try RawClient(port: server.port)
+                client.send(
+                    "DELETE /v1/packaging-jobs/\(job) HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(admin)\r\n"
+                        + "Connection: close\r\n\r\n")
+                return (client, try FileManager.default.contentsOfDirectory(atPath: assets))
+            })
+        #expect(written.contains { $0.hasPrefix(".\(job)") }, "no output before the cancel: \(written)")
+        let cancelled = RawResponse(client.read(timeout: 30))
+        #expect(cancelled.status == 200 && cancelled.json?["state"] as? String == "cancelled", "\(cancelled.text)")
+        let empty = eventually(timeout: 30) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: assets)) ?? []).isEmpty
         }
         #expect(empty, "the cancelled job's output is still there")
         #expect(
             try server.call("GET", "/v1/packaging-jobs/\(job)", token: admin).json?["state"] as? String == "cancelled")
+        #expect(try server.call("GET", "/v1/assets/long", token: try server.token("control")).status == 404)
+    }
+
+    @Test func failsAJobAfterThreeInterruptedAttempts() throws {
+        let server = try GatewayServer()
+        let admin = try server.token("package")
+        try server.makeLongInput()
+        let job = try server.submitJob(token: admin, input: "long.mp4", asset: "long")
+        // Three starts, each ended by kill -9 while the job runs; the gateway's own limit is 3 attempts.
+        for attempt in 1...3 {
+            let killed = try server.whileJobRunning(job) { () throws -> Int in
+                let attempts = try server.storedJob(job).attempts
+                server.kill9()
+                return attempts
+            }
+            #expect(killed == attempt)
+            try server.start()
+        }
+        let failed = try server.pollJob(job, token: admin, timeout: 0) { _ in true }
+        #expect(failed?["state"] as? String == "failed", "\(String(describing: failed))")
+        #expect(failed?["attempts"] as? Int == 3)
+        #expect(failed?["error"] as? String == "interrupted by a restart after 3 attempts")
+        #expect(server.log.contains("jobs: \(job) was interrupted; now failed"), "\(server.log)")
+        // Not started again, and its partial output is gone.
+        #expect(try server.storedJob(job).state == "failed")
+        let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: server.dataDirectory + "/assets")) ?? []
+        #expect(leftovers.isEmpty, "\(leftovers)")
     }
 
     @Test func reportsAJobWhoseInputIsNotMediaAsFailedWithThePackagersReason() throws {
         let server = try GatewayServer()
         let admin = try server.token("package")
         try Data("just some text\n".utf8).write(to: URL(fileURLWithPath: server.inputRoot + "/notes.mp4"))
-        let job = try submit(server, token: admin, input: "notes.mp4", asset: "notes")
-        let failed = try poll(server, token: admin, job: job, timeout: 60) { $0["state"] as? String == "failed" }
+        let job = try server.submitJob(token: admin, input: "notes.mp4", asset: "notes")
+        let failed = try server.pollJob(job, token: admin, timeout: 60) { $0["state"] as? String == "failed" }
         #expect((failed?["error"] as? String)?.isEmpty == false, "\(String(describing: failed))")
         #expect(try server.call("GET", "/v1/assets/notes", token: try server.token("control")).status == 404)
     }

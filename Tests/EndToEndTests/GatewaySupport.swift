@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HTTPTestSupport
+import ProcessTestSupport
 import Testing
 
 /// The key-encryption key every test gateway runs with (through GUARDPLAY_KEK), so tests can sign
@@ -8,91 +9,99 @@ import Testing
 let testKEKHex = String(repeating: "5a", count: 32)
 
 /// A `guard-play serve` process on a loopback port chosen by the kernel, with its data, inputs and
-/// import root in a temporary directory that outlives restarts.
+/// import root in a temporary directory that outlives restarts. Every wait on it has a deadline: its
+/// output goes to files that are polled, and its exit is waited for with `SpawnedProcess`.
 final class GatewayServer {
     let directory: TemporaryDirectory
     let extraArguments: [String]
-    private(set) var process: Process?
+    private(set) var process: SpawnedProcess?
     private(set) var port: UInt16 = 0
-    private var stderrURL: URL
+    private let stdoutPath: String
+    private let stderrPath: String
 
     var dataDirectory: String { directory.path("data") }
     var importRoot: String { directory.path("imports") }
     var inputRoot: String { directory.path("inputs") }
+    var database: String { dataDirectory + "/guardplay.db" }
     var environment: [String: String] { ["GUARDPLAY_KEK": testKEKHex] }
 
     init(_ arguments: [String] = []) throws {
         directory = try TemporaryDirectory()
         extraArguments = arguments
-        stderrURL = directory.url.appendingPathComponent("serve.stderr")
+        stdoutPath = directory.path("serve.stdout")
+        stderrPath = directory.path("serve.stderr")
         for path in [importRoot, inputRoot] {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         }
         try start()
     }
 
-    deinit {
-        if let process, process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
+    deinit { process?.end(grace: 1) }
 
-    /// Starts the server and waits for its "listening on" line.
+    /// Starts the server and waits (30 s at most) for its "listening on" line.
     func start() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: guardPlayBinary)
+        // A process that was killed is reaped before its successor starts.
+        process?.end(grace: 0)
         // Defaults for the test, unless the test gives the option itself.
         let defaults = [
             ("--data", dataDirectory), ("--listen", "127.0.0.1:0"), ("--drain", "0"), ("--import-root", importRoot),
             ("--input-root", inputRoot), ("--threads", "2"),
         ].filter { !extraArguments.contains($0.0) }
-        process.arguments = ["serve"] + defaults.flatMap { [$0.0, $0.1] } + extraArguments
-        var merged = ProcessInfo.processInfo.environment
-        for (key, value) in environment { merged[key] = value }
-        process.environment = merged
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        if !FileManager.default.fileExists(atPath: stderrURL.path) {
-            _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-        }
-        let stderr = try FileHandle(forWritingTo: stderrURL)
-        stderr.seekToEndOfFile()
-        process.standardError = stderr
-        try process.run()
+        let offset = fileText(stdoutPath).utf8.count
+        let process = try SpawnedProcess(
+            [guardPlayBinary, "serve"] + defaults.flatMap { [$0.0, $0.1] } + extraArguments,
+            environment: environment, output: stdoutPath, errors: stderrPath)
         self.process = process
-        var text = ""
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline, !text.contains("\n") {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
+        var listening: UInt16?
+        _ = eventually(timeout: 30) {
+            listening = listeningPort(in: String(fileText(stdoutPath).utf8.dropFirst(offset)) ?? "")
+            return listening != nil || !process.isRunning
         }
-        guard let range = text.range(of: "listening on http://127.0.0.1:"),
-            let port = UInt16(text[range.upperBound...].prefix { $0.isNumber })
-        else {
-            throw RawClientError("guard-play serve did not start: \(text) \(log)")
+        guard let listening else {
+            let status = process.exitStatus.map { "exited \($0)" } ?? "still running after 30 s"
+            process.end(grace: 0)
+            throw RawClientError("guard-play serve did not start (\(status)): \(log)")
         }
-        self.port = port
+        port = listening
     }
 
     /// What the server wrote to standard error so far.
-    var log: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
+    var log: String { fileText(stderrPath) }
 
-    /// Sends SIGTERM and waits for a clean exit; returns the exit status.
+    /// Sends `number` to the server.
+    func signal(_ number: Int32) { process?.signal(number) }
+
+    /// Waits up to `timeout` seconds for the server to exit and returns its status; when it has not
+    /// exited by then, records an issue, kills it and returns nil.
+    func waitForExit(timeout: Double = 60) -> Int32? {
+        guard let process else { return nil }
+        guard let status = process.wait(timeout: timeout) else {
+            Issue.record("guard-play serve did not exit within \(timeout) s")
+            process.end(grace: 0)
+            return nil
+        }
+        return status
+    }
+
+    /// Sends SIGTERM and waits for the exit; returns the exit status (-1 when it did not exit in time).
     @discardableResult
     func stop() -> Int32 {
-        guard let process, process.isRunning else { return process?.terminationStatus ?? -1 }
-        process.terminate()
-        process.waitUntilExit()
-        return process.terminationStatus
+        signal(SIGTERM)
+        return waitForExit() ?? -1
     }
 
     /// Kills the server with SIGKILL, as a crash would.
     func kill9() {
-        guard let process, process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        signal(SIGKILL)
+        _ = waitForExit(timeout: 30)
+    }
+
+    /// Runs `body` while the server is stopped (SIGSTOP), so nothing in it moves on while the test
+    /// looks at its files or queues a request; it continues (SIGCONT) afterwards.
+    func whileFrozen<T>(_ body: () throws -> T) rethrows -> T {
+        signal(SIGSTOP)
+        defer { signal(SIGCONT) }
+        return try body()
     }
 
     /// Whether the process is still running.
@@ -131,6 +140,17 @@ final class GatewayServer {
         }
     }
 
+    /// An admin token, the clip imported as `clip` (AES-128 HLS) and a session on it.
+    func servingClip(denyKeysWhileCapturing: Bool = false) throws -> (
+        admin: String, clip: TestAsset, session: String, token: String
+    ) {
+        let admin = try token("admin")
+        let clip = try makeAESHLS(in: importRoot, name: "clip")
+        try importAsset(clip, id: "clip", token: admin, denyKeysWhileCapturing: denyKeysWhileCapturing)
+        let (session, sessionToken) = try session("clip", token: admin)
+        return (admin, clip, session, sessionToken)
+    }
+
     /// Creates a session on `asset`; returns its ID and token.
     func session(_ asset: String, token: String) throws -> (id: String, token: String) {
         let response = try call("POST", "/v1/sessions", token: token, body: #"{"asset":"\#(asset)"}"#)
@@ -138,6 +158,97 @@ final class GatewayServer {
             let sessionToken = json["token"] as? String
         else { throw RawClientError("session failed: \(response.status) \(response.text)") }
         return (id, sessionToken)
+    }
+}
+
+// MARK: Packaging jobs
+
+extension GatewayServer {
+    /// Posts a packaging job and returns its ID.
+    func submitJob(token: String, input: String, asset: String, idempotencyKey: String? = nil) throws -> String {
+        let response = try call(
+            "POST", "/v1/packaging-jobs", token: token, body: #"{"input":"\#(input)","asset":"\#(asset)"}"#,
+            headers: idempotencyKey.map { [("Idempotency-Key", $0)] } ?? [])
+        guard response.status == 202, let id = response.json?["id"] as? String else {
+            throw RawClientError("job not accepted: \(response.status) \(response.text)")
+        }
+        #expect(response.header("Location") == "/v1/packaging-jobs/\(id)")
+        return id
+    }
+
+    /// The job's JSON once `done` says so, polled every 20 ms for at most `timeout` seconds.
+    func pollJob(_ job: String, token: String, timeout: Double = 120, until done: ([String: Any]) -> Bool) throws
+        -> [String: Any]?
+    {
+        var found: [String: Any]?
+        _ = eventually(timeout: timeout) {
+            found = try? call("GET", "/v1/packaging-jobs/\(job)", token: token).json
+            return found.map(done) ?? false
+        }
+        return found.map(done) == true ? found : nil
+    }
+
+    /// Writes `name` under the input root: the clip looped `loops` times (120: 20 minutes of media,
+    /// seconds of packaging), so a job on it runs long enough to be caught running.
+    func makeLongInput(_ name: String = "long.mp4", loops: Int = 120) throws {
+        let made = try run(
+            "/usr/bin/ffmpeg",
+            [
+                "-nostdin", "-loglevel", "error", "-stream_loop", String(loops), "-i", fixture("clip.mp4"), "-c",
+                "copy",
+                inputRoot + "/" + name,
+            ])
+        guard made.status == 0 else { throw RawClientError("ffmpeg could not make \(name): \(made.stderr)") }
+    }
+
+    /// The result of `sql` on the server's database, read with the sqlite3 CLI (which works while the
+    /// server is frozen): one line a row, columns separated by `|`.
+    func query(_ sql: String) throws -> String {
+        let result = try run("/usr/bin/sqlite3", ["-cmd", ".timeout 5000", database, sql])
+        guard result.status == 0 else { throw RawClientError("sqlite3 \(sql): \(result.stderr)") }
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// A packaging job as stored. The gateway stores progress in steps of 5%.
+    struct StoredJob {
+        let state: String
+        let progress: Double
+        let attempts: Int
+        let kid: String
+    }
+
+    /// The job as stored.
+    func storedJob(_ job: String) throws -> StoredJob {
+        let row = try query("SELECT state, progress, attempts, kid FROM packaging_jobs WHERE id = '\(job)'")
+        let fields = row.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
+        guard fields.count == 4, let progress = Double(fields[1]), let attempts = Int(fields[2]) else {
+            throw RawClientError("no stored job \(job): '\(row)'")
+        }
+        return StoredJob(state: fields[0], progress: progress, attempts: attempts, kid: fields[3])
+    }
+
+    /// Waits (for at most `timeout` seconds) until `job` is stored as running with its progress in
+    /// `progress`, and runs `body` at that moment with the server frozen, so the job cannot move on
+    /// (or finish) before `body` has acted. Returns nil, having recorded an issue, when the job was
+    /// never seen so: it finished or failed first, or never started.
+    func whileJobRunning<T>(
+        _ job: String, progress: Range<Double> = 0..<0.5, timeout: Double = 120, _ body: () throws -> T
+    ) throws -> T? {
+        let deadline = Date().addingTimeInterval(timeout)
+        var last = StoredJob(state: "unknown", progress: 0, attempts: 0, kid: "")
+        while Date() < deadline {
+            let outcome = try whileFrozen { () throws -> T? in
+                last = try storedJob(job)
+                guard last.state == "running", progress.contains(last.progress) else { return nil }
+                return try body()
+            }
+            if let outcome { return outcome }
+            let tooLate = last.state == "running" && last.progress >= progress.upperBound
+            guard last.state == "queued" || last.state == "running", !tooLate else { break }
+            usleep(20_000)
+        }
+        Issue.record("job \(job) was never seen running with progress in \(progress): last \(last)")
+        return nil
     }
 }
 
@@ -182,4 +293,17 @@ func signedToken(session: String, asset: String, expiresAt: Int64) -> String {
         .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
         .replacingOccurrences(of: "=", with: "")
     return payload + "." + mac
+}
+
+/// The text of the file at `path`, or "" when it cannot be read.
+func fileText(_ path: String) -> String {
+    (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+}
+
+/// The port in a complete `listening on http://127.0.0.1:PORT` line of `text`, or nil.
+func listeningPort(in text: String) -> UInt16? {
+    guard let range = text.range(of: "listening on http://127.0.0.1:") else { return nil }
+    let digits = text[range.upperBound...].prefix { $0.isNumber }
+    guard text[range.upperBound...].dropFirst(digits.count).first == "\n" else { return nil }
+    return UInt16(digits)
 }

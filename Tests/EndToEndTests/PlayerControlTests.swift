@@ -1,39 +1,32 @@
 import Foundation
 import HTTPTestSupport
+import ProcessTestSupport
 import Testing
 
 /// `guard-play FILE --control ADDR`: the player under REST control over loopback, its capture state fed
 /// by the remote source with a lease.
-@Suite(.serialized) struct PlayerControlTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct PlayerControlTests {
     @Test func controlsAPlayingPlayerAndFeedsItsMonitorRemoteReports() throws {
         let directory = try TemporaryDirectory()
         let data = directory.path("data")
         let created = try guardPlay(["tokens", "create", "--scope", "control", "--data", data])
         let token = created.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: guardPlayBinary)
-        process.arguments = [
-            fixture("clip.mp4"), "--output", "null", "--realtime", "--status", "log", "--control", "127.0.0.1:0",
-            "--data", data,
-        ]
-        let stderr = Pipe()
-        process.standardError = stderr
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        defer {
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
+        // --loop 0 plays until stopped, however long the steps below take; the log goes to a file that
+        // is polled, so no read can block past a deadline.
+        let logPath = directory.path("player.stderr")
+        let process = try SpawnedProcess(
+            [
+                guardPlayBinary, fixture("clip.mp4"), "--output", "null", "--realtime", "--loop", "0", "--status",
+                "log",
+                "--control", "127.0.0.1:0", "--data", data,
+            ], errors: logPath)
+        defer { process.end(grace: 1) }
+        var listening: UInt16?
+        _ = eventually(timeout: 30) {
+            listening = listeningPort(in: fileText(logPath))
+            return listening != nil || !process.isRunning
         }
-        var log = ""
-        while !log.contains("listening on http://127.0.0.1:") || !log.contains("\n") {
-            let chunk = stderr.fileHandleForReading.availableData
-            guard !chunk.isEmpty else { break }
-            log += String(decoding: chunk, as: UTF8.self)
-        }
-        let range = try #require(log.range(of: "listening on http://127.0.0.1:"), "\(log)")
-        let port = try #require(UInt16(log[range.upperBound...].prefix { $0.isNumber }))
+        let port = try #require(listening, "the player did not start listening: \(fileText(logPath))")
         let auth = [("Authorization", "Bearer \(token)")]
         func call(_ method: String, _ target: String, _ body: String? = nil) throws -> RawResponse {
             try exchange(
@@ -58,7 +51,7 @@ import Testing
         #expect(player?["captureSource"] as? String == "remote:control")
         #expect(events.next("state", containing: #""state":"capturing""#) != nil)
         // The client stops reporting: the lease lapses and the player protects for an unknown state.
-        #expect(events.next("state", containing: #""state":"unknown""#, timeout: 5)?.contains("lease lapsed") == true)
+        #expect(events.next("state", containing: #""state":"unknown""#, timeout: 30)?.contains("lease lapsed") == true)
         let stale = try call(
             "PUT", "/v1/player/capture-state", #"{"capturing":false,"seq":1,"observedAt":"2027-01-01T00:00:01Z"}"#)
         #expect(stale.json?["applied"] as? Bool == false)
@@ -71,10 +64,8 @@ import Testing
         #expect((try call("POST", "/v1/player/resume")).json?["state"] as? String == "playing")
         #expect((try call("POST", "/v1/player/seek", #"{"position":99}"#)).status == 422)
 
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 130)
-        log += String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(log.contains("capturing (remote:control"))
+        process.signal(SIGTERM)
+        #expect(process.wait(timeout: 30) == 130, "the player did not exit 130 within 30 s of SIGTERM")
+        #expect(fileText(logPath).contains("capturing (remote:control"))
     }
 }

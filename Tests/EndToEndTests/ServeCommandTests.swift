@@ -1,10 +1,11 @@
 import Foundation
 import HTTPTestSupport
+import ProcessTestSupport
 import Testing
 
 /// `guard-play serve` and `guard-play tokens` as a user runs them: configuration errors, draining on
 /// SIGTERM, and token management.
-@Suite(.serialized) struct ServeCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct ServeCommandTests {
     @Test(arguments: [
         ("listen = nowhere", "config FILE:1: invalid value 'nowhere' for listen: expected HOST:PORT"),
         ("# ok\nthreads = 0", "config FILE:2: invalid value '0' for threads: expected an integer from 1 to 256"),
@@ -38,18 +39,63 @@ import Testing
     }
 
     @Test func drainsOnSIGTERMReportingNotReadyThenExitsCleanly() throws {
-        let server = try GatewayServer(["--drain", "2s"])
+        // A drain period far longer than the test needs: a second SIGTERM ends it.
+        let server = try GatewayServer(["--drain", "60s"])
         #expect(try server.call("GET", "/readyz").status == 200)
-        let pid = server.process!.processIdentifier
-        kill(pid, SIGTERM)
-        usleep(300_000)
-        let draining = try server.call("GET", "/readyz")
-        #expect(draining.status == 503 && draining.json?["status"] as? String == "draining")
+        server.signal(SIGTERM)
+        var draining: RawResponse?
+        #expect(
+            eventually(timeout: 30) {
+                draining = try? server.call("GET", "/readyz")
+                return draining?.status == 503
+            }, "/readyz did not turn 503: \(draining?.text ?? "no answer")")
+        #expect(draining?.json?["status"] as? String == "draining")
         #expect(try server.call("GET", "/livez").status == 200)
-        server.process!.waitUntilExit()
-        #expect(server.process!.terminationStatus == 0)
-        #expect(server.log.contains("SIGTERM: draining for 2.0 s"))
+        server.signal(SIGTERM)
+        // Well inside the 60 s drain period: the second signal ended it.
+        #expect(server.waitForExit(timeout: 30) == 0, "\(server.log)")
+        #expect(server.log.contains("SIGTERM: draining for 60.0 s"))
         #expect(server.log.contains("stopped"))
+    }
+
+    @Test func drainingEndsEventStreamsAndRequeuesARunningJob() throws {
+        let server = try GatewayServer()
+        let (admin, _, session, token) = try server.servingClip()
+        let events = try EventStreamReader(port: server.port, target: "/v1/sessions/\(session)/events?token=\(token)")
+        #expect(events.next("capture-state") != nil)
+        try server.makeLongInput()
+        let job = try server.submitJob(token: admin, input: "long.mp4", asset: "long")
+
+        // SIGTERM (with no drain period) while the job runs; the server is frozen as the signal is
+        // sent, so the job cannot finish first.
+        try #require(try server.whileJobRunning(job) { server.signal(SIGTERM) } != nil)
+        #expect(events.ended(timeout: 30), "\(events.transcript)")
+        #expect(server.waitForExit(timeout: 60) == 0)
+        #expect(try server.storedJob(job).state == "queued")
+        #expect(server.log.contains("jobs: \(job) interrupted by shutdown; requeued"), "\(server.log)")
+    }
+
+    @Test func answersBrowsersFromTheCORSOriginsItWasGiven() throws {
+        let server = try GatewayServer(["--cors-origin", "https://player.example"])
+        let preflight = try server.call(
+            "OPTIONS", "/v1/keys/abc",
+            headers: [
+                ("Origin", "https://player.example"), ("Access-Control-Request-Method", "GET"),
+                ("Access-Control-Request-Headers", "Range"),
+            ])
+        #expect(preflight.status == 204, "\(preflight.status) \(preflight.text)")
+        #expect(preflight.header("Access-Control-Allow-Origin") == "https://player.example")
+        #expect(preflight.header("Access-Control-Allow-Headers")?.contains("Range") == true)
+        let echoed = try server.call("GET", "/v1/openapi.json", headers: [("Origin", "https://player.example")])
+        #expect(echoed.header("Access-Control-Allow-Origin") == "https://player.example")
+        #expect(echoed.header("Vary") == "Origin")
+        #expect(echoed.header("Access-Control-Allow-Credentials") == nil)
+        let stranger = try server.call("GET", "/v1/openapi.json", headers: [("Origin", "https://evil.example")])
+        #expect(stranger.status == 200 && stranger.header("Access-Control-Allow-Origin") == nil)
+        let refused = try server.call(
+            "OPTIONS", "/v1/keys/abc",
+            headers: [("Origin", "https://evil.example"), ("Access-Control-Request-Method", "GET")])
+        #expect(refused.status == 403)
     }
 
     @Test func createsListsAndRevokesAPITokens() throws {

@@ -1,6 +1,7 @@
 import ControlAPI
 import Foundation
 import Gateway
+import HTTPServer
 import Testing
 
 @testable import ControlAPI
@@ -23,8 +24,55 @@ struct IdlePlayer: PlayerControlling {
 }
 
 @Suite struct OpenAPIDocumentTests {
-    static let yamlPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("docs/openapi.yaml").path
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let yamlPath = root.appendingPathComponent("docs/openapi.yaml").path
+    /// Python with PyYAML: the venv `make test` makes for schemathesis, which depends on PyYAML.
+    static let python = root.appendingPathComponent(".build/venv/bin/python").path
+
+    /// Loads the YAML file in argv[1] with PyYAML (its safe loader) and the JSON file in argv[2], and
+    /// prints the first place where they differ, or nothing. Object member order does not matter;
+    /// numbers compare by value (`1` and `1.0` are the same JSON number), but a boolean is not a number.
+    static let compareScript = """
+        import json, sys, yaml
+        def normal(value):
+            if value is None or isinstance(value, (bool, str)):
+                return value
+            if isinstance(value, (int, float)):
+                return float(value)
+            if isinstance(value, list):
+                return [normal(item) for item in value]
+            if isinstance(value, dict):
+                return {str(key): normal(item) for key, item in value.items()}
+            raise TypeError("a YAML value JSON cannot hold: %r" % (value,))
+        def difference(yaml_value, json_value, path):
+            if type(yaml_value) is not type(json_value):
+                return "%s: %r in the YAML, %r served" % (path, yaml_value, json_value)
+            if isinstance(yaml_value, dict):
+                for key in sorted(set(yaml_value) | set(json_value)):
+                    if key not in json_value:
+                        return "%s/%s: in the YAML, not served" % (path, key)
+                    if key not in yaml_value:
+                        return "%s/%s: served, not in the YAML" % (path, key)
+                    found = difference(yaml_value[key], json_value[key], path + "/" + key)
+                    if found:
+                        return found
+                return None
+            if isinstance(yaml_value, list):
+                if len(yaml_value) != len(json_value):
+                    return "%s: %d items in the YAML, %d served" % (path, len(yaml_value), len(json_value))
+                for index, (a, b) in enumerate(zip(yaml_value, json_value)):
+                    found = difference(a, b, "%s/%d" % (path, index))
+                    if found:
+                        return found
+                return None
+            return None if yaml_value == json_value else "%s: %r in the YAML, %r served" % (path, yaml_value, json_value)
+        with open(sys.argv[1]) as source:
+            expected = normal(yaml.safe_load(source))
+        with open(sys.argv[2]) as served:
+            actual = normal(json.load(served))
+        print((difference(expected, actual, "") or "")[:2000], end="")
+        """
 
     @Test func theEmbeddedDocumentIsDocsOpenAPIYAML() throws {
         let file = try String(contentsOfFile: Self.yamlPath, encoding: .utf8)
@@ -32,9 +80,48 @@ struct IdlePlayer: PlayerControlling {
         #expect(OpenAPIDocument.yaml + "\n" == file, "run `make openapi` after editing docs/openapi.yaml")
     }
 
+    /// `/v1/openapi.json` is the YAML converted by GuardPlay's own YAML subset reader; PyYAML, an
+    /// independent reader, must get the same document from docs/openapi.yaml.
+    @Test func theServedJSONIsWhatPyYAMLReadsInTheYAML() throws {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: Self.python),
+            "\(Self.python) is missing: `make test` makes the venv (schemathesis brings PyYAML)")
+        let fixture = try GatewayFixture()
+        let router = GatewayAPI.router(
+            gateway: fixture.gateway, state: ServiceState(), publicURL: nil, corsOrigins: [], log: { _ in })
+        let served = router.respond(
+            to: HTTPRequest(method: "GET", target: "/v1/openapi.json", headers: HTTPHeaders([("Host", "gw.test")])))
+        #expect(served.status == 200 && served.headers["Content-Type"] == "application/json")
+        guard case .bytes(let json) = served.body else {
+            Issue.record("/v1/openapi.json is not a byte body")
+            return
+        }
+        let servedPath = fixture.scratch.path + "/openapi.json"
+        try Data(json).write(to: URL(fileURLWithPath: servedPath))
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.python)
+        process.arguments = ["-c", Self.compareScript, Self.yamlPath, servedPath]
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            process.terminate()
+            Issue.record("python did not finish within 60 s")
+            return
+        }
+        let difference = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let failure = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(failure)")
+        #expect(difference.isEmpty, "the served document differs from PyYAML's reading: \(difference)")
+    }
+
     @Test func itIsAnOpenAPI31DocumentWhoseReferencesResolve() throws {
-        let document = try YAMLSubset.parse(OpenAPIDocument.yaml)
-        #expect(OpenAPIDocument.document == document)
+        let document = OpenAPIDocument.document
         #expect(document["openapi"] == "3.1.0")
         var references: [String] = []
         func collect(_ value: JSON) {

@@ -5,14 +5,16 @@ import HTTPServer
 import Synchronization
 import Testing
 
-/// A player that records what the control API asks of it.
+/// A player that records what the control API asks of it and answers capture reports with outcomes
+/// the test scripts, so the tests check what the routes pass on and render, not logic of the stub's own.
 final class RecordingPlayer: PlayerControlling {
     struct State {
         var report = PlayerStatusReport(
             state: "playing", position: 1, duration: 10, capture: "clear", captureSource: "none",
             captureReason: "no capture sources", protecting: false)
         var calls: [String] = []
-        var lastSeq: UInt64?
+        /// What the next capture reports return, in order; `.accepted` once these run out.
+        var outcomes: [PlayerReportOutcome] = []
         var subscribers: [Int: @Sendable (String, JSON) -> Bool] = [:]
     }
 
@@ -37,12 +39,8 @@ final class RecordingPlayer: PlayerControlling {
 
     func reportCapture(capturing: Bool, seq: UInt64, lease: Double, observedAt: Date) -> PlayerReportOutcome {
         state.withLock { state in
-            if let last = state.lastSeq, seq <= last { return .stale(lastSeq: last) }
-            state.lastSeq = seq
-            state.calls.append("report \(capturing) \(seq) \(lease)")
-            state.report.capture = capturing ? "capturing" : "clear"
-            state.report.protecting = capturing
-            return .accepted
+            state.calls.append("report \(capturing) \(seq) \(lease) \(observedAt.timeIntervalSince1970)")
+            return state.outcomes.isEmpty ? .accepted : state.outcomes.removeFirst()
         }
     }
 
@@ -103,28 +101,48 @@ final class RecordingPlayer: PlayerControlling {
         #expect(player.state.withLock { $0.calls } == ["pause", "resume", "seek 4.5"])
     }
 
-    @Test func passesCaptureReportsToTheRemoteSourceWithTheirLease() {
+    @Test func passesCaptureReportsToThePlayerAndRendersWhatItAnswers() {
+        // The player's answers and state are set here; the route must pass the report on and render them.
+        player.state.withLock { state in
+            state.outcomes = [.accepted, .stale(lastSeq: 41), .accepted]
+            state.report.capture = "capturing"
+            state.report.captureSource = "remote:control"
+            state.report.captureReason = "reported"
+            state.report.protecting = true
+        }
         let first = call(
             "PUT", "/v1/player/capture-state",
             body: #"{"capturing":true,"seq":7,"observedAt":"2027-01-01T00:00:00Z","leaseSeconds":2.5}"#)
-        #expect(first.json?["applied"] == true && first.json?["player"]?["protecting"] == true)
+        #expect(first.status == 200 && first.json?["applied"] == true && first.json?["lastSeq"] == nil)
+        #expect(
+            first.json?["player"]
+                == .object([
+                    ("state", "playing"), ("position", 1), ("duration", 10), ("capture", "capturing"),
+                    ("captureSource", "remote:control"), ("captureReason", "reported"), ("protecting", true),
+                ]))
         let stale = call(
-            "PUT", "/v1/player/capture-state", body: #"{"capturing":false,"seq":7,"observedAt":"2027-01-01T00:00:00Z"}"#
-        )
-        #expect(stale.json?["applied"] == false && stale.json?["lastSeq"] == 7)
-        let defaultLease = call(
             "PUT", "/v1/player/capture-state", body: #"{"capturing":false,"seq":8,"observedAt":"2027-01-01T00:00:00Z"}"#
         )
+        #expect(stale.status == 200 && stale.json?["applied"] == false && stale.json?["lastSeq"] == 41)
+        #expect(stale.json?["player"]?["protecting"] == true)
+        let defaultLease = call(
+            "PUT", "/v1/player/capture-state",
+            body: #"{"capturing":false,"seq":9,"observedAt":"2027-01-01T00:00:01.5+01:00"}"#)
         #expect(defaultLease.json?["applied"] == true)
-        #expect(player.state.withLock { $0.calls } == ["report true 7 2.5", "report false 8 10.0"])
+        // Invalid reports never reach the player.
         #expect(
-            call("PUT", "/v1/player/capture-state", body: #"{"capturing":true,"seq":9,"observedAt":"now"}"#).status
+            call("PUT", "/v1/player/capture-state", body: #"{"capturing":true,"seq":10,"observedAt":"now"}"#).status
                 == 422)
         #expect(
             call(
                 "PUT", "/v1/player/capture-state",
-                body: #"{"capturing":true,"seq":9,"observedAt":"2027-01-01T00:00:00Z","leaseSeconds":0}"#
+                body: #"{"capturing":true,"seq":10,"observedAt":"2027-01-01T00:00:00Z","leaseSeconds":0}"#
             ).status == 422)
+        #expect(
+            player.state.withLock { $0.calls } == [
+                "report true 7 2.5 1798761600.0", "report false 8 10.0 1798761600.0",
+                "report false 9 10.0 1798758001.5",
+            ])
     }
 
     @Test func streamsStatusThenThePlayersEvents() {

@@ -126,6 +126,30 @@ extension HTTPResponse {
         #expect(api.gateway.deliverKey(kid: clipKID, token: token, remote: "") == .success(clipKey))
     }
 
+    @Test func aSessionEndsWhenItsTTLSecondsRunOut() throws {
+        let api = try APIFixture()
+        let created = api.call(
+            "POST", "/v1/sessions", token: api.controlToken, body: #"{"asset":"clip","ttlSeconds":90}"#)
+        let json = try #require(created.json)
+        let (id, token) = (try #require(json["id"]?.string), try #require(json["token"]?.string))
+        #expect(json["createdAt"] == .string("2027-01-15T08:00:00.000Z"))
+        #expect(json["expiresAt"] == .string("2027-01-15T08:01:30.000Z"))
+        let key = "/v1/keys/\(clipKID)?token=\(token)"
+        let playlist = "/v1/hls/clip/media.m3u8?token=\(token)"
+        let session = "/v1/sessions/\(id)?token=\(token)"
+        #expect(api.call("GET", key).status == 200)
+        api.fixture.clock.advance(89)
+        #expect(api.call("GET", key).status == 200)
+        #expect(api.call("GET", playlist).status == 200 && api.call("GET", session).status == 200)
+        api.fixture.clock.advance(1)
+        for target in [key, playlist] {
+            let expired = api.call("GET", target)
+            #expect(expired.status == 401 && expired.problemCode == "token-expired", "\(target)")
+        }
+        // The session route takes an API token when the session's own no longer counts.
+        #expect(api.call("GET", session).problemCode == "api-token-missing")
+    }
+
     @Test(arguments: [
         (#"{"asset":"#, 400, "invalid-json"), ("[1]", 400, "invalid-json"),
         (#"{"asset":"clip","x":1}"#, 422, "invalid-field"),

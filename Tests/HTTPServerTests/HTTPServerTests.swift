@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import HTTPTestSupport
+import ProcessTestSupport
 import Synchronization
 import Testing
 
@@ -11,6 +12,8 @@ final class EchoServer: Sendable {
         let streams = Mutex([EventStream]())
         let closedStreams = Mutex(0)
         let log = Mutex([String]())
+        /// The paths of the requests the echo handler answered.
+        let handled = Mutex([String]())
     }
 
     let server: HTTPServer
@@ -18,6 +21,7 @@ final class EchoServer: Sendable {
     let file: String
     var streams: [EventStream] { shared.streams.withLock { $0 } }
     var closedStreams: Int { shared.closedStreams.withLock { $0 } }
+    var handled: [String] { shared.handled.withLock { $0 } }
 
     init(configure: (inout HTTPServerConfiguration) -> Void = { _ in }) throws {
         file = FileManager.default.temporaryDirectory.appendingPathComponent("echo-\(UUID().uuidString)").path
@@ -52,6 +56,7 @@ final class EchoServer: Sendable {
                         status: 200, headers: HTTPHeaders([("Content-Type", "text/event-stream")]),
                         body: .stream(stream))
                 default:
+                    shared.handled.withLock { $0.append(request.path) }
                     let text =
                         "\(request.method) \(request.path) \(request.query ?? "-") \(request.body.count) "
                         + String(decoding: request.body, as: UTF8.self)
@@ -74,9 +79,11 @@ final class EchoServer: Sendable {
         return client.readResponse(timeout: timeout)
     }
 
-    /// True when an ordinary request still gets its answer.
-    func isUp() throws -> Bool {
-        try exchange("GET /alive HTTP/1.1\r\nHost: t\r\n\r\n").text.hasPrefix("GET /alive")
+    /// True when an ordinary request (from the loopback address `source`) still gets its answer.
+    func isUp(from source: String? = nil) throws -> Bool {
+        let client = try RawClient(port: port, source: source)
+        client.send("GET /alive HTTP/1.1\r\nHost: t\r\n\r\n")
+        return client.readResponse().text.hasPrefix("GET /alive")
     }
 }
 
@@ -197,6 +204,62 @@ final class EchoServer: Sendable {
         #expect(try echo.isUp())
     }
 
+    @Test func answersABodyThatComesTooSlowlyWith408AndKeepsServingOthers() throws {
+        let echo = try EchoServer {
+            $0.headerTimeout = 60
+            $0.bodyTimeout = 1
+        }
+        // One client trickles its body a byte at a time; another sends a header, then no body at all.
+        let trickler = try RawClient(port: echo.port)
+        trickler.send("POST /trickled HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n")
+        let silent = try RawClient(port: echo.port)
+        silent.send("PUT /silent HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+        // While both stall, others are served, bodies and all.
+        #expect(try echo.isUp())
+        #expect(try echo.exchange("POST /p HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nok").status == 200)
+        // A byte every 200 ms would complete the body (and get a 200) after 20 s; the deadline comes first.
+        var received: [UInt8] = []
+        for _ in 0..<100 {
+            trickler.send("x")
+            received += trickler.read(timeout: 0.2)
+            if !received.isEmpty { break }
+        }
+        let response = RawResponse(received + trickler.read(timeout: 2))
+        #expect(response.status == 408, "\(response.text)")
+        #expect(response.header("X-Rejection") == "body-timeout")
+        #expect(response.header("Connection")?.lowercased() == "close")
+        let unanswered = RawResponse(silent.read(timeout: 5))
+        #expect(unanswered.status == 408 && unanswered.header("X-Rejection") == "body-timeout")
+        // Neither reached the handler, and the server still serves.
+        #expect(!echo.handled.contains("/trickled") && !echo.handled.contains("/silent"))
+        #expect(try echo.isUp())
+    }
+
+    @Test func limitsConnectionsPerClientAddressAndKeepsServingOthers() throws {
+        #expect(HTTPServerConfiguration().perClientConnectionLimit > 0, "the default must limit each client")
+        let echo = try EchoServer { $0.perClientConnectionLimit = 3 }
+        // Three kept-alive connections, each answered once, so the server has counted them all.
+        var held = try (0..<3).map { _ in try RawClient(port: echo.port) }
+        for client in held {
+            client.send("GET /held HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(client.readResponse().text == "GET /held - 0 ")
+        }
+        try withExtendedLifetime(held) {
+            // A fourth from the same address is closed unanswered (without the limit it would get a 200).
+            let over = try RawClient(port: echo.port)
+            over.send("GET /over HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(over.read(timeout: 5).isEmpty)
+            #expect(!echo.handled.contains("/over"))
+            // Another address is served meanwhile.
+            #expect(try echo.isUp(from: "127.0.0.2"))
+        }
+        // The first address is served again once it lets one of its connections go.
+        held.removeFirst()
+        withExtendedLifetime(held) {
+            #expect(eventually { (try? echo.isUp()) == true })
+        }
+    }
+
     @Test func servesAFileRegion() throws {
         let echo = try EchoServer()
         let response = try echo.exchange("GET /file HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -272,6 +335,7 @@ final class EchoServer: Sendable {
             decoding: client.read(timeout: 5) { String(decoding: $0, as: UTF8.self).hasSuffix("0\r\n\r\n") },
             as: UTF8.self)
         #expect(rest.hasSuffix("0\r\n\r\n"))
-        #expect(echo.closedStreams == 1)
+        // The stream's response is released (and its close handler run) a moment after the last chunk.
+        #expect(eventually { echo.closedStreams == 1 })
     }
 }

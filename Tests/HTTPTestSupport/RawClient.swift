@@ -4,10 +4,26 @@ import Foundation
 public final class RawClient {
     let socket: Int32
 
-    /// Connects to `host:port` (IPv4).
-    public init(port: UInt16, host: String = "127.0.0.1") throws {
+    /// Connects to `host:port` (IPv4), from the loopback address `source` when one is given (any
+    /// 127.x.y.z works on Linux), so a test can be a second client as a server counts them.
+    public init(port: UInt16, host: String = "127.0.0.1", source: String? = nil) throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw RawClientError("socket: \(String(cString: strerror(errno)))") }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, source, &local.sin_addr)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard bound == 0 else {
+                let reason = String(cString: strerror(errno))
+                Glibc.close(socket)
+                throw RawClientError("bind(\(source)): \(reason)")
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian

@@ -4,7 +4,9 @@ import Testing
 
 @testable import Store
 
-/// A fresh store in a temporary directory, removed when released.
+/// A fresh store in a temporary directory, removed when released. A test that takes `store` out of it
+/// keeps the holder alive to its end (`defer { withExtendedLifetime(temporary) {} }`): otherwise the
+/// holder may be released at once and remove the directory under the open store.
 final class TemporaryStore {
     let directory: String
     let kek: KeyEncryptionKey
@@ -140,7 +142,9 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
     }
 
     @Test func claimsJobsInOrderAndNeverOverwritesAFinalState() throws {
-        let store = try TemporaryStore().store
+        let temporary = try TemporaryStore()
+        defer { withExtendedLifetime(temporary) {} }
+        let store = temporary.store
         _ = try store.insertJob(job("j1"))
         _ = try store.insertJob(job("j2"))
         let claimed = try #require(try store.claimNextJob(at: epoch + 1))
@@ -155,7 +159,9 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
     }
 
     @Test func requeuesInterruptedJobsUntilTheirAttemptsRunOut() throws {
-        let store = try TemporaryStore().store
+        let temporary = try TemporaryStore()
+        defer { withExtendedLifetime(temporary) {} }
+        let store = temporary.store
         _ = try store.insertJob(job("j1"))
         _ = try store.claimNextJob(at: epoch)
         #expect(try store.recoverInterruptedJobs(maxAttempts: 2, at: epoch + 1).map(\.state) == [.queued])
@@ -167,7 +173,9 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
     }
 
     @Test func pagesJobsNewestFirst() throws {
-        let store = try TemporaryStore().store
+        let temporary = try TemporaryStore()
+        defer { withExtendedLifetime(temporary) {} }
+        let store = temporary.store
         for index in 1...5 { _ = try store.insertJob(job("j\(index)")) }
         let first = try store.jobs(before: nil, limit: 2)
         #expect(first.map(\.id) == ["j5", "j4"])
@@ -177,7 +185,9 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
     }
 
     @Test func appendsAuditRecordsInBatches() throws {
-        let store = try TemporaryStore().store
+        let temporary = try TemporaryStore()
+        defer { withExtendedLifetime(temporary) {} }
+        let store = temporary.store
         let records = (0..<250).map { (index: Int) -> AuditRecord in
             let granted = index % 2 == 0
             return AuditRecord(
