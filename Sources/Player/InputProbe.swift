@@ -3,7 +3,8 @@ import MediaCore
 
 /// Opens a media file and turns every way it can be bad into a specific `PlayerError`.
 enum InputProbe {
-    /// Opens `path`, or throws: missing, empty, text, unrecognised bytes, truncated, no streams.
+    /// Opens `path`, or throws: missing, empty, text, unrecognised bytes, truncated, no streams, or a
+    /// local HLS playlist with a rendition FFmpeg cannot open safely.
     static func open(_ path: String) throws(PlayerError) -> InputContext {
         switch InputFile.problem(at: path) {
         case .unreadable(let reason) where reason == String(cString: strerror(ENOENT)):
@@ -17,9 +18,15 @@ enum InputProbe {
         case nil:
             break
         }
+        let options = demuxerOptions(for: path)
+        if !options.isEmpty, let rendition = RenditionCheck.emptyRendition(inMasterAt: path) {
+            throw PlayerError(
+                .inputTruncated,
+                "'\(path)': its rendition playlist '\(rendition)' lists no segments (a damaged or unfinished package)")
+        }
         let input: InputContext
         do {
-            input = try InputContext(path: path, options: demuxerOptions(for: path))
+            input = try InputContext(path: path, options: options)
         } catch {
             if error.kind == .notFound { throw PlayerError(.inputMissing, "'\(path)': \(error.message)") }
             // A container recognised from its content alone, that still fails to open, was cut short or

@@ -57,3 +57,27 @@ extension PlayPlaylistTests {
         #expect(equal == 300 - inside - 1)
     }
 }
+
+extension PlayPlaylistTests {
+    /// FFmpeg 5.1 crashes (SIGSEGV) on a master playlist whose audio rendition lists no segments; the
+    /// player refuses it with the truncated-input code instead, and plays the package once it is whole.
+    @Test func refusesAPackageWhoseRenditionListsNoSegments() throws {
+        let directory = try TemporaryDirectory()
+        let hls = directory.path("hls")
+        let packaged = try package(fixture("dual-audio.mp4"), hls, ["--encryption", "none", "--segment-duration", "2"])
+        #expect(packaged.status == 0, "\(packaged.stderr)")
+        let master = try String(contentsOfFile: hls + "/master.m3u8", encoding: .utf8)
+        #expect(master.contains(#"URI="audio-1.m3u8""#), "\(master)")
+        let rendition = hls + "/audio-1.m3u8"
+        let whole = try String(contentsOfFile: rendition, encoding: .utf8)
+        try "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-ENDLIST\n".write(toFile: rendition, atomically: true, encoding: .utf8)
+
+        let refused = try guardPlay([hls + "/master.m3u8", "--fast", "--output", "null", "--status", "none"])
+        #expect(refused.status == 14, "\(refused.stderr)")
+        #expect(refused.stderr.contains("rendition playlist 'audio-1.m3u8' lists no segments"), "\(refused.stderr)")
+
+        try whole.write(toFile: rendition, atomically: true, encoding: .utf8)
+        let played = try guardPlay([hls + "/master.m3u8", "--fast", "--output", "null", "--status", "none"])
+        #expect(played.status == 0, "\(played.stderr)")
+    }
+}
