@@ -4,7 +4,7 @@ import MediaCore
 /// Opens a media file and turns every way it can be bad into a specific `PlayerError`.
 enum InputProbe {
     /// Opens `path`, or throws: missing, empty, text, unrecognised bytes, truncated, no streams, or a
-    /// local HLS playlist with a rendition FFmpeg cannot open safely.
+    /// local HLS master playlist naming playlists FFmpeg cannot open safely.
     static func open(_ path: String) throws(PlayerError) -> InputContext {
         switch InputFile.problem(at: path) {
         case .unreadable(let reason) where reason == String(cString: strerror(ENOENT)):
@@ -19,10 +19,8 @@ enum InputProbe {
             break
         }
         let options = demuxerOptions(for: path)
-        if !options.isEmpty, let rendition = RenditionCheck.emptyRendition(inMasterAt: path) {
-            throw PlayerError(
-                .inputTruncated,
-                "'\(path)': its rendition playlist '\(rendition)' lists no segments (a damaged or unfinished package)")
+        if !options.isEmpty, let problem = PlaylistCheck.problem(inMasterAt: path) {
+            throw PlayerError(.inputTruncated, "'\(path)': \(problem) (a damaged or unfinished package)")
         }
         let input: InputContext
         do {

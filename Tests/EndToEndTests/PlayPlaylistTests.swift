@@ -61,7 +61,7 @@ extension PlayPlaylistTests {
 extension PlayPlaylistTests {
     /// FFmpeg 5.1 crashes (SIGSEGV) on a master playlist whose audio rendition lists no segments; the
     /// player refuses it with the truncated-input code instead, and plays the package once it is whole.
-    @Test func refusesAPackageWhoseRenditionListsNoSegments() throws {
+    @Test func refusesAPackageWhosePlaylistsFFmpegCannotSurvive() throws {
         let directory = try TemporaryDirectory()
         let hls = directory.path("hls")
         let packaged = try package(fixture("dual-audio.mp4"), hls, ["--encryption", "none", "--segment-duration", "2"])
@@ -76,7 +76,20 @@ extension PlayPlaylistTests {
         #expect(refused.status == 14, "\(refused.stderr)")
         #expect(refused.stderr.contains("rendition playlist 'audio-1.m3u8' lists no segments"), "\(refused.stderr)")
 
+        // FFmpeg 5.1 also loops without end, allocating gigabytes a second, on a playlist that names
+        // itself as a variant; the player refuses that too.
         try whole.write(toFile: rendition, atomically: true, encoding: .utf8)
+        let video = hls + "/video.m3u8"
+        let media = try String(contentsOfFile: video, encoding: .utf8)
+        try (media + "#EXT-X-STREAM-INF:BANDWIDTH=1\nvideo.m3u8\n").write(
+            toFile: video, atomically: true, encoding: .utf8)
+        let looped = try guardPlay([hls + "/master.m3u8", "--fast", "--output", "null", "--status", "none"])
+        #expect(looped.status == 14, "\(looped.stderr)")
+        #expect(
+            looped.stderr.contains("the playlist 'video.m3u8' it names is itself a master playlist"), "\(looped.stderr)"
+        )
+
+        try media.write(toFile: video, atomically: true, encoding: .utf8)
         let played = try guardPlay([hls + "/master.m3u8", "--fast", "--output", "null", "--status", "none"])
         #expect(played.status == 0, "\(played.stderr)")
     }

@@ -1,30 +1,56 @@
 import Foundation
 import MediaCore
 
-/// Looks at the renditions a local HLS master playlist names before FFmpeg opens it.
+/// Looks at the playlists a local HLS master playlist names before FFmpeg opens it, for the damage
+/// FFmpeg 5.1's HLS demuxer does not survive:
+/// - an `EXT-X-MEDIA` rendition whose playlist parses with no segments: the demuxer skips setting it up
+///   and dereferences a null pointer later (SIGSEGV);
+/// - a named playlist that is itself a master (RFC 8216 allows a master to name only media playlists):
+///   the demuxer adds its variants to the list it is walking, so a playlist naming itself, or two naming
+///   each other, grows the list without end, gigabytes a second, and no signal stops it.
 ///
-/// FFmpeg 5.1's HLS demuxer dereferences a null pointer (SIGSEGV) when an `EXT-X-MEDIA` rendition's
-/// playlist parses with no segments: it skips setting that rendition up and uses it later. A damaged
-/// or half-written package can hold such a playlist, so the player refuses it with a message instead.
-/// Renditions on other hosts (`scheme://`) are left to FFmpeg, which fetches them itself.
-enum RenditionCheck {
+/// A damaged or half-written package can hold either, so the player refuses it with a message instead.
+/// Playlists on other hosts (`scheme://`) are left to FFmpeg, which fetches them itself.
+enum PlaylistCheck {
     /// The largest playlist read; a longer one is left to FFmpeg.
     static let maximumPlaylistBytes = 16 * 1024 * 1024
 
-    /// The first local rendition playlist named by the master playlist at `path` that lists no segment,
-    /// as the URI written in the master; nil when there is none, or `path` is not a local HLS playlist.
-    static func emptyRendition(inMasterAt path: String) -> String? {
+    /// What is wrong with the playlists the local master playlist at `path` names, as a sentence; nil
+    /// when nothing is, or `path` is not a local master playlist.
+    static func problem(inMasterAt path: String) -> String? {
         guard !path.contains("://"), let master = text(at: path) else { return nil }
         let directory = (path as NSString).deletingLastPathComponent
-        for line in lines(master) where line.hasPrefix("#EXT-X-MEDIA:") {
-            guard let uri = attribute("URI", in: line), !uri.contains("://") else { continue }
+        for (uri, isRendition) in namedPlaylists(in: master) where !uri.contains("://") {
             let file = uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? uri
             let resolved = file.hasPrefix("/") ? file : (directory as NSString).appendingPathComponent(file)
-            // A rendition that cannot be read, or is not a playlist, gets FFmpeg's own error.
+            // A playlist that cannot be read, or is not a playlist, gets FFmpeg's own error.
             guard let playlist = text(at: resolved), lines(playlist).first == "#EXTM3U" else { continue }
-            if segmentCount(in: playlist) == 0 { return uri }
+            if !namedPlaylists(in: playlist).isEmpty {
+                return "the playlist '\(uri)' it names is itself a master playlist"
+            }
+            if isRendition && segmentCount(in: playlist) == 0 {
+                return "its rendition playlist '\(uri)' lists no segments"
+            }
         }
         return nil
+    }
+
+    /// The playlists a master names, in order: each `EXT-X-MEDIA` rendition's URI (true) and each URI
+    /// line after `EXT-X-STREAM-INF` (false). Empty for a media playlist.
+    static func namedPlaylists(in playlist: String) -> [(uri: String, isRendition: Bool)] {
+        var named: [(String, Bool)] = []
+        var variantNext = false
+        for line in lines(playlist) where !line.isEmpty {
+            if line.hasPrefix("#EXT-X-MEDIA:") {
+                if let uri = attribute("URI", in: line) { named.append((uri, true)) }
+            } else if line.hasPrefix("#EXT-X-STREAM-INF:") {
+                variantNext = true
+            } else if !line.hasPrefix("#") && variantNext {
+                named.append((line, false))
+                variantNext = false
+            }
+        }
+        return named
     }
 
     /// The segments a media playlist lists, counted as FFmpeg does: URI lines after an `#EXTINF` tag.
