@@ -16,12 +16,24 @@ public final class InputContext {
     public let path: String
     /// The streams, copied out when the input was opened.
     public let streams: [StreamInfo]
+    /// What can interrupt its blocking reads, kept as long as the context that calls it back.
+    private let interruption: InputInterruption?
 
     /// Opens `path` and reads enough to know its streams (`avformat_open_input`,
     /// `avformat_find_stream_info`); `options` are demuxer options, such as the HLS demuxer's
-    /// `allowed_extensions`.
-    public init(path: String, options: [String: String] = [:]) throws(MediaError) {
+    /// `allowed_extensions`. With `interruption`, its `interrupt()` makes blocking reads fail at once.
+    public init(path: String, options: [String: String] = [:], interruption: InputInterruption? = nil)
+        throws(MediaError)
+    {
         var opened: UnsafeMutablePointer<AVFormatContext>? = nil
+        if let interruption {
+            // avformat_open_input frees a context it was given when it fails.
+            guard let allocated = avformat_alloc_context() else {
+                throw MediaError(operation: "avformat_alloc_context", message: "out of memory")
+            }
+            allocated.pointee.interrupt_callback = interruption.callback
+            opened = allocated
+        }
         var dictionary: OpaquePointer? = nil
         for (key, value) in options { av_dict_set(&dictionary, key, value, 0) }
         let openStatus = avformat_open_input(&opened, path, nil, &dictionary)
@@ -38,6 +50,7 @@ public final class InputContext {
         }
         self.context = opened
         self.path = path
+        self.interruption = interruption
         var streams: [StreamInfo] = []
         for index in 0..<Int(opened.pointee.nb_streams) {
             if let stream = opened.pointee.streams[index] { streams.append(StreamInfo(stream)) }

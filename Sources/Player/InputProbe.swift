@@ -5,7 +5,7 @@ import MediaCore
 enum InputProbe {
     /// Opens `path`, or throws: missing, empty, text, unrecognised bytes, truncated, no streams, or a
     /// local HLS master playlist naming playlists FFmpeg cannot open safely.
-    static func open(_ path: String) throws(PlayerError) -> InputContext {
+    static func open(_ path: String, interruption: InputInterruption? = nil) throws(PlayerError) -> InputContext {
         switch InputFile.problem(at: path) {
         case .unreadable(let reason) where reason == String(cString: strerror(ENOENT)):
             throw PlayerError(.inputMissing, "'\(path)': no such file")
@@ -24,7 +24,7 @@ enum InputProbe {
         }
         let input: InputContext
         do {
-            input = try InputContext(path: path, options: options)
+            input = try InputContext(path: path, options: options, interruption: interruption)
         } catch {
             if error.kind == .notFound { throw PlayerError(.inputMissing, "'\(path)': \(error.message)") }
             // A container recognised from its content alone, that still fails to open, was cut short or

@@ -164,6 +164,8 @@ final class Pipeline {
                 step = try input.read(into: packet)
                 consecutiveErrors = 0
             } catch {
+                // A stop interrupts a read that waits for data; it is no damage.
+                if player?.control.withLock({ $0.stopRequested }) ?? true { return }
                 if input.isAtEndOfFile {
                     truncatedAt = lastMedia
                     step = .endOfStream

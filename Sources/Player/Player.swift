@@ -45,13 +45,15 @@ public final class Player: Sendable {
     private let outputs = RealtimeOutputs()
     private let switches = OutputSwitches()
     private let threads = Guarded<[PlayerThread]>([])
+    /// Ends a read that waits for data (a live playlist's next reload, a pipe) when playback stops.
+    private let interruption = InputInterruption()
 
     /// Opens the input and the output and prepares every stage; throws a `PlayerError` whose kind tells
     /// what is wrong with the input or output.
     public init(options: PlayerOptions, monitor: CaptureMonitor) throws(PlayerError) {
         self.options = options
         self.monitor = monitor
-        let input = try InputProbe.open(options.path)
+        let input = try InputProbe.open(options.path, interruption: interruption)
         duration = input.durationSeconds
         let audioIndex = options.audioEnabled ? input.bestStream(.audio) : nil
         let videoIndex = options.videoEnabled ? input.bestStream(.video) : nil
@@ -182,6 +184,7 @@ public final class Player: Sendable {
     /// Stops playback; `wait()` then returns with reason `stopped`.
     public func stop() {
         control.withLock { $0.stopRequested = true }
+        interruption.interrupt()
         outputs.stop()
     }
 

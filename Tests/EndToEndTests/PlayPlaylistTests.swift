@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import Testing
 
 /// The player takes what ffplay takes: an HLS playlist, here the packager's own clear output.
@@ -92,5 +93,53 @@ extension PlayPlaylistTests {
         try media.write(toFile: video, atomically: true, encoding: .utf8)
         let played = try guardPlay([hls + "/master.m3u8", "--fast", "--output", "null", "--status", "none"])
         #expect(played.status == 0, "\(played.stderr)")
+    }
+}
+
+extension PlayPlaylistTests {
+    /// The CPU time (user + system, in clock ticks) process `pid` has used so far, from /proc.
+    func cpuTicks(_ pid: pid_t) -> Int? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        // After "pid (comm)": state is field 3, utime 14 and stime 15.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Int(fields[11]), let system = Int(fields[12]) else { return nil }
+        return user + system
+    }
+
+    /// A playlist without EXT-X-ENDLIST is live: as ffplay does, the player plays what it lists and then
+    /// waits for the playlist to grow. A stop ends that wait at once, as a clean stop with its summary;
+    /// without that, the read would go on waiting until the signal handler's last resort exits 130 after
+    /// 5 s, with no summary.
+    @Test func aStopEndsTheWaitForALivePlaylistAtOnce() throws {
+        let directory = try TemporaryDirectory()
+        let hls = directory.path("hls")
+        let packaged = try package(fixture("clip.mp4"), hls, ["--encryption", "none", "--segment-duration", "2"])
+        #expect(packaged.status == 0, "\(packaged.stderr)")
+        let media = hls + "/video.m3u8"
+        let vod = try String(contentsOfFile: media, encoding: .utf8)
+        try vod.replacingOccurrences(of: "#EXT-X-ENDLIST\n", with: "").write(
+            toFile: media, atomically: true, encoding: .utf8)
+        let events = directory.path("events.jsonl")
+        let player = try SpawnedProcess(
+            [guardPlayBinary, hls + "/master.m3u8", "--fast", "--output", "null", "--status", "json"], output: events,
+            errors: directory.path("stderr"))
+        defer { player.end(grace: 0) }
+        // Decoding runs at full speed (tens of ticks in half a second); waiting for a reload barely uses
+        // the CPU. Once it is waiting, every segment it will play has been read.
+        var last = cpuTicks(player.pid) ?? 0
+        let waiting = eventually(timeout: 60) {
+            usleep(500_000)
+            guard let now = cpuTicks(player.pid) else { return false }
+            defer { last = now }
+            return now - last < 10
+        }
+        #expect(waiting && player.isRunning, "the player never settled into waiting for the live playlist")
+        player.signal(SIGTERM)
+        #expect(player.wait(timeout: 30) == 130)
+        let end = fileText(events).split(separator: "\n").last { $0.contains(#""event":"end""#) }
+        #expect(end?.contains(#""reason":"stopped""#) == true, "\(fileText(events))")
+        #expect(end?.contains(#""damaged_packets":0"#) == true, "\(String(describing: end))")
     }
 }
