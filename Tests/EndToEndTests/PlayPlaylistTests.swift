@@ -4,11 +4,17 @@ import Testing
 
 /// The player takes what ffplay takes: an HLS playlist, here the packager's own clear output.
 @Suite(.hangGuard) struct PlayPlaylistTests {
+    /// The fixture `name` packaged without encryption in 2 s segments under `directory`; its path.
+    func clearPackage(_ name: String, in directory: TemporaryDirectory) throws -> String {
+        let hls = directory.path("hls")
+        let packaged = try package(fixture(name), hls, ["--encryption", "none", "--segment-duration", "2"])
+        try #require(packaged.status == 0, "\(packaged.stderr)")
+        return hls
+    }
+
     @Test func playsAndMasksAnHLSPlaylist() throws {
         let directory = try TemporaryDirectory()
-        let hls = directory.path("hls")
-        let packaged = try package(fixture("clip.mp4"), hls, ["--encryption", "none", "--segment-duration", "2"])
-        #expect(packaged.status == 0, "\(packaged.stderr)")
+        let hls = try clearPackage("clip.mp4", in: directory)
         let playlist = hls + "/master.m3u8"
         let out = directory.path("out.mkv")
         let result = try guardPlay([playlist, "--simulate-recording=2-5", "--output", out])
@@ -64,9 +70,7 @@ extension PlayPlaylistTests {
     /// player refuses it with the truncated-input code instead, and plays the package once it is whole.
     @Test func refusesAPackageWhosePlaylistsFFmpegCannotSurvive() throws {
         let directory = try TemporaryDirectory()
-        let hls = directory.path("hls")
-        let packaged = try package(fixture("dual-audio.mp4"), hls, ["--encryption", "none", "--segment-duration", "2"])
-        #expect(packaged.status == 0, "\(packaged.stderr)")
+        let hls = try clearPackage("dual-audio.mp4", in: directory)
         let master = try String(contentsOfFile: hls + "/master.m3u8", encoding: .utf8)
         #expect(master.contains(#"URI="audio-1.m3u8""#), "\(master)")
         let rendition = hls + "/audio-1.m3u8"
@@ -114,9 +118,7 @@ extension PlayPlaylistTests {
     /// 5 s, with no summary.
     @Test func aStopEndsTheWaitForALivePlaylistAtOnce() throws {
         let directory = try TemporaryDirectory()
-        let hls = directory.path("hls")
-        let packaged = try package(fixture("clip.mp4"), hls, ["--encryption", "none", "--segment-duration", "2"])
-        #expect(packaged.status == 0, "\(packaged.stderr)")
+        let hls = try clearPackage("clip.mp4", in: directory)
         let media = hls + "/video.m3u8"
         let vod = try String(contentsOfFile: media, encoding: .utf8)
         try vod.replacingOccurrences(of: "#EXT-X-ENDLIST\n", with: "").write(
