@@ -1,9 +1,10 @@
 import CFFmpeg
 import Synchronization
 
-/// A flag that makes a demuxer's blocking reads give up: FFmpeg polls it (`AVIOInterruptCB`) while it
-/// waits for data, such as a live HLS playlist's next reload or a pipe's writer, and the read then
-/// fails with `AVERROR_EXIT`. Set from any thread.
+/// A flag that makes a demuxer's waits give up: FFmpeg polls it (`AVIOInterruptCB`) between attempts
+/// while it waits for data, such as a live HLS playlist's next reload or a network read, and the read
+/// then fails with `AVERROR_EXIT`. A `read(2)` blocked in the kernel (a FIFO with no writer) is not
+/// interrupted. Set from any thread.
 public final class InputInterruption: Sendable {
     private let flag = Atomic<Bool>(false)
 

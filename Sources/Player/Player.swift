@@ -45,7 +45,7 @@ public final class Player: Sendable {
     private let outputs = RealtimeOutputs()
     private let switches = OutputSwitches()
     private let threads = Guarded<[PlayerThread]>([])
-    /// Ends a read that waits for data (a live playlist's next reload, a pipe) when playback stops.
+    /// Ends a read that waits for data (a live playlist's next reload) when playback stops.
     private let interruption = InputInterruption()
 
     /// Opens the input and the output and prepares every stage; throws a `PlayerError` whose kind tells
