@@ -20,55 +20,61 @@ enum PlaylistCheck {
     static func problem(inMasterAt path: String) -> String? {
         guard !path.contains("://"), let master = text(at: path) else { return nil }
         let directory = (path as NSString).deletingLastPathComponent
-        for (uri, isRendition) in namedPlaylists(in: master) where !uri.contains("://") {
+        for (uri, isRendition) in Outline(master).named where !uri.contains("://") {
             let file = uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? uri
             let resolved = file.hasPrefix("/") ? file : (directory as NSString).appendingPathComponent(file)
             // A playlist that cannot be read, or is not a playlist, gets FFmpeg's own error.
-            guard let playlist = text(at: resolved), lines(playlist).first == "#EXTM3U" else { continue }
-            if !namedPlaylists(in: playlist).isEmpty {
+            guard let text = text(at: resolved) else { continue }
+            let playlist = Outline(text)
+            guard playlist.isPlaylist else { continue }
+            if !playlist.named.isEmpty {
                 return "the playlist '\(uri)' it names is itself a master playlist"
             }
-            if isRendition && segmentCount(in: playlist) == 0 {
+            if isRendition && playlist.segments == 0 {
                 return "its rendition playlist '\(uri)' lists no segments"
             }
         }
         return nil
     }
 
-    /// The playlists a master names, in order: each `EXT-X-MEDIA` rendition's URI (true) and each URI
-    /// line after `EXT-X-STREAM-INF` (false). Empty for a media playlist.
-    static func namedPlaylists(in playlist: String) -> [(uri: String, isRendition: Bool)] {
-        var named: [(String, Bool)] = []
-        var variantNext = false
-        for line in lines(playlist) where !line.isEmpty {
-            if line.hasPrefix("#EXT-X-MEDIA:") {
-                if let uri = attribute("URI", in: line) { named.append((uri, true)) }
-            } else if line.hasPrefix("#EXT-X-STREAM-INF:") {
-                variantNext = true
-            } else if !line.hasPrefix("#") && variantNext {
-                named.append((line, false))
-                variantNext = false
+    /// What a playlist names and lists, read in one pass the way FFmpeg's HLS demuxer reads it: a URI
+    /// line is a variant when an `EXT-X-STREAM-INF` came before it, and a segment when an `#EXTINF`
+    /// did (each tag counts for the next URI line only, and independently of the other).
+    struct Outline {
+        /// True when the text starts with `#EXTM3U` (after a byte order mark).
+        let isPlaylist: Bool
+        /// The playlists it names, in order: each `EXT-X-MEDIA` rendition's URI (true) and each variant
+        /// (false). Empty for a media playlist.
+        private(set) var named: [(uri: String, isRendition: Bool)] = []
+        /// The segments it lists.
+        private(set) var segments = 0
+
+        init(_ text: String) {
+            let body = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
+            let lines = body.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+            isPlaylist = lines.first == "#EXTM3U"
+            var variantNext = false
+            var segmentNext = false
+            for line in lines where !line.isEmpty {
+                if line.hasPrefix("#EXT-X-MEDIA:") {
+                    if let uri = PlaylistCheck.attribute("URI", in: line) { named.append((uri, true)) }
+                } else if line.hasPrefix("#EXT-X-STREAM-INF:") {
+                    variantNext = true
+                } else if line.hasPrefix("#EXTINF:") {
+                    segmentNext = true
+                } else if !line.hasPrefix("#") {
+                    if variantNext { named.append((line, false)) }
+                    if segmentNext { segments += 1 }
+                    (variantNext, segmentNext) = (false, false)
+                }
             }
         }
-        return named
     }
 
-    /// The segments a media playlist lists, counted as FFmpeg does: URI lines after an `#EXTINF` tag.
-    static func segmentCount(in playlist: String) -> Int {
-        var count = 0
-        var announced = false
-        for line in lines(playlist) where !line.isEmpty {
-            if line.hasPrefix("#EXTINF:") {
-                announced = true
-            } else if !line.hasPrefix("#") && announced {
-                count += 1
-                announced = false
-            }
-        }
-        return count
-    }
-
-    /// The quoted or plain value of attribute `name` in a tag line's attribute list.
+    /// The quoted or plain value of attribute `name` in a tag line's attribute list, read as leniently
+    /// as FFmpeg reads it. The packager's strict `AttributeList` would skip a line FFmpeg still opens,
+    /// and so let through the renditions this check is for.
     static func attribute(_ name: String, in line: String) -> String? {
         guard let colon = line.firstIndex(of: ":") else { return nil }
         var rest = line[line.index(after: colon)...]
@@ -93,13 +99,6 @@ enum PlaylistCheck {
             if key.trimmingCharacters(in: .whitespaces) == name { return String(value) }
         }
         return nil
-    }
-
-    /// The playlist's lines without line ends or a byte order mark.
-    private static func lines(_ text: String) -> [String] {
-        let body = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
-        return body.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }
-            .map { $0.trimmingCharacters(in: .whitespaces) }
     }
 
     /// The file's text when it is a readable regular file of at most `maximumPlaylistBytes`.

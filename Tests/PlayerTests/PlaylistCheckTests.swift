@@ -13,7 +13,7 @@ import Testing
         ("#EXTM3U\n#EXT-X-TA={garbage\n\u{1}\u{2}binary\n", 0),
     ])
     func countsSegmentsAsFFmpegDoes(playlist: String, segments: Int) {
-        #expect(PlaylistCheck.segmentCount(in: playlist) == segments)
+        #expect(PlaylistCheck.Outline(playlist).segments == segments)
     }
 
     @Test func readsQuotedAndPlainAttributes() {
@@ -37,9 +37,9 @@ import Testing
             stray.m3u8
             #EXT-X-I-FRAME-STREAM-INF:BANDWIDTH=1,URI="i.m3u8"
             """
-        let named = PlaylistCheck.namedPlaylists(in: master)
+        let named = PlaylistCheck.Outline(master).named
         #expect(named.map(\.uri) == ["a.m3u8", "v.m3u8"] && named.map(\.isRendition) == [true, false])
-        #expect(PlaylistCheck.namedPlaylists(in: "#EXTM3U\n#EXTINF:2,\na.ts\n").isEmpty)
+        #expect(PlaylistCheck.Outline("#EXTM3U\n#EXTINF:2,\na.ts\n").named.isEmpty)
     }
 
     /// A directory of playlists; `problem()` checks its master.m3u8.
