@@ -30,6 +30,9 @@ enum PlayCommand {
           --threads N                  video decoder threads (default: automatic)
           --video-out auto|window|null where video goes when playing to the device (default auto: a
                                        window when DISPLAY or WAYLAND_DISPLAY is set, otherwise null)
+          --flicker[=x,y,w,h]          in the window, alternate two complementary random pixel masks of
+                                       the region (default the whole picture) at the display's refresh
+                                       rate: one screenshot holds about half of it (needs a window)
           --capture-source LIST        what watches for capture, comma-separated: auto (process scan,
                                        PipeWire when it runs, session type), process, pipewire, session,
                                        remote, simulate or none (default auto; simulate with
@@ -51,7 +54,7 @@ enum PlayCommand {
         .init("output"), .init("realtime", .flag), .init("fast", .flag), .init("start"), .init("length"),
         .init("volume"), .init("mute", .flag), .init("no-audio", .flag), .init("no-video", .flag), .init("loop"),
         .init("status"), .init("threads"), .init("video-out"), .init("capture-source"), .init("poll-interval"),
-        .init("recorders", repeatable: true), .init("control"), .init("data"),
+        .init("recorders", repeatable: true), .init("control"), .init("data"), .init("flicker", .optionalValue),
     ]
 
     /// What the command line asked for, checked.
@@ -182,6 +185,25 @@ enum PlayCommand {
             player.videoOutput = .null
         case let other?:
             throw CLIError(.badValue, "invalid value '\(other)' for --video-out: expected auto, window or null")
+        }
+        if parsed.has("flicker") {
+            if let text = parsed.value("flicker"), !text.isEmpty {
+                guard let area = FlickerArea(parsing: text) else {
+                    throw CLIError(
+                        .badValue, "invalid value '\(text)' for --flicker: expected x,y,w,h in picture pixels")
+                }
+                player.flicker = area
+            } else {
+                player.flicker = .picture
+            }
+            // The flicker lives in the window: without one it would protect nothing, so it is required.
+            guard case .device = player.output, player.videoOutput != .null else {
+                if case .device = player.output, parsed.value("video-out") != "null" {
+                    throw CLIError(.usage, "--flicker needs the video window, and there is no display")
+                }
+                throw CLIError(.usage, "--flicker needs the video window, not --output or --video-out null")
+            }
+            player.videoOutput = .window(required: true)
         }
         let captureExplicit = parsed.has("capture-source")
         let capture: CaptureSelection

@@ -149,7 +149,7 @@ final class Pipeline {
             reason: reason, position: max(0, monitor.now.media, min(lastMedia, endMedia)), audioFrames: audioCounts.0,
             audioFramesProtected: audioCounts.1, videoFrames: videoCounts.0, videoFramesMasked: videoCounts.1,
             videoFramesDropped: videoCounts.2, stateChanges: player?.control.withLock { $0.stateChanges } ?? 0,
-            damagedPackets: damaged, error: error?.message)
+            damagedPackets: damaged, error: error?.message, flicker: window?.flickerReport)
         player?.finish(summary, error: error)
     }
 
@@ -429,7 +429,8 @@ final class Pipeline {
                     title: "guard-play: \(URL(fileURLWithPath: options.path).lastPathComponent)",
                     width: video.info.width, height: video.info.height,
                     masker: try VideoMasker(monitor: monitor, style: options.mask), monitor: monitor,
-                    switches: switches)
+                    switches: switches, flicker: options.flicker
+                ) { [weak player = self.player] warning in player?.post(.warning(warning)) }
                 let player = self.player
                 window.onKey { key in player?.press(key) }
                 self.window = window

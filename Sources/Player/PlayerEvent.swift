@@ -72,4 +72,23 @@ public struct PlayerSummary: Sendable, Hashable {
     public var damagedPackets: Int
     /// The error that ended playback, if any.
     public var error: String?
+    /// How the window presented the flicker; nil without `--flicker` or without a window.
+    public var flicker: FlickerReport?
+}
+
+/// The flicker's presentation, measured by the window.
+public struct FlickerReport: Sendable, Hashable {
+    /// The refresh rate the display reports, in Hz (0 when it reports none).
+    public var reportedRate: Double
+    /// Presents per second measured over the run; nil before two presents.
+    public var measuredRate: Double?
+    /// Phases presented.
+    public var presents = 0
+    /// Refreshes that went by without a present (the phase on screen stayed two refreshes or more).
+    public var missedVsyncs = 0
+
+    /// Creates a report for a display that reports `reportedRate` Hz.
+    public init(reportedRate: Double) {
+        self.reportedRate = reportedRate
+    }
 }

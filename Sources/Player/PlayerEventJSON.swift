@@ -49,6 +49,14 @@ extension PlayerEvent {
                 ("damaged_packets", .number(Double(summary.damagedPackets))),
                 ("error", summary.error.map(JSONValue.string) ?? .null),
             ]
+            if let flicker = summary.flicker {
+                fields += [
+                    ("flicker_refresh_reported_hz", .number(flicker.reportedRate)),
+                    ("flicker_refresh_measured_hz", flicker.measuredRate.map(JSONValue.number) ?? .null),
+                    ("flicker_presents", .number(Double(flicker.presents))),
+                    ("flicker_missed_vsyncs", .number(Double(flicker.missedVsyncs))),
+                ]
+            }
         }
         fields.append(("wall", .number((Date().timeIntervalSince1970 * 1000).rounded() / 1000)))
         return "{" + fields.map { "\(JSONValue.string($0.0).encoded):\($0.1.encoded)" }.joined(separator: ",") + "}"

@@ -55,6 +55,8 @@ public struct PlayerOptions: Sendable {
     public var videoOutput: VideoOutput = .null
     /// How masked frames look.
     public var mask: MaskStyle = .black
+    /// Where the window flickers (`--flicker`), or nil for no flicker.
+    public var flicker: FlickerArea?
     /// Decoder threads; 0 lets FFmpeg choose (frame threading on every core).
     public var decoderThreads = 0
 

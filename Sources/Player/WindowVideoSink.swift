@@ -2,6 +2,7 @@ import CSDL2
 import CaptureMonitor
 import Foundation
 import MediaCore
+import Protection
 import Synchronization
 
 /// The video window: an SDL2 window whose every SDL call happens on one thread of its own, the window
@@ -17,6 +18,11 @@ import Synchronization
 /// once rather than waiting for the next frame, and restores it when protection lifts. Keys pressed in
 /// the window go to the key handler; closing the window counts as `q`.
 ///
+/// With `--flicker` the window presents at the display's refresh rate (with vsync; paced by the
+/// `RefreshPacer` where vsync does not block, as under Xvfb), each refresh one phase of a pair of
+/// complementary masks of the picture (`FlickerCompositor`), so a single screenshot holds half of the
+/// region. A masked picture (capture protection) is shown as it is: the mask wins.
+///
 /// The window offers no screenshot or copy command of its own.
 final class WindowVideoSink: VideoSink, Sendable {
     private struct Mailbox {
@@ -24,6 +30,7 @@ final class WindowVideoSink: VideoSink, Sendable {
         var masked = false
         var closing = false
         var opened: Result<Void, PlayerError>?
+        var flicker: FlickerReport?
     }
 
     private let mailbox = Guarded(Mailbox())
@@ -33,15 +40,21 @@ final class WindowVideoSink: VideoSink, Sendable {
     private let size: (width: Int, height: Int)
     private let monitor: CaptureMonitor
     private let switches: OutputSwitches
+    private let flicker: FlickerArea?
+    private let warn: @Sendable (String) -> Void
 
     /// Opens a window titled `title` sized for a `width`×`height` picture (scaled down to fit 1280×720),
     /// on a thread of its own; throws the reason SDL gives when no window can be opened. `masker` (used
     /// only by the window thread from now on) masks a held frame when protection comes on between frames.
+    /// `flicker` turns the flicker on for that area; `warn` receives the one-line warning about a refresh
+    /// rate under 50 Hz (on the window thread).
     init(
         title: String, width: Int, height: Int, masker: VideoMasker, monitor: CaptureMonitor,
-        switches: OutputSwitches
+        switches: OutputSwitches, flicker: FlickerArea? = nil, warn: @escaping @Sendable (String) -> Void = { _ in }
     ) throws(PlayerError) {
         self.title = title
+        self.flicker = flicker
+        self.warn = warn
         self.size = WindowLayout.initialSize(width: width, height: height)
         self.monitor = monitor
         self.switches = switches
@@ -68,6 +81,9 @@ final class WindowVideoSink: VideoSink, Sendable {
             mailbox.masked = masked
         }
     }
+
+    /// The flicker's presentation figures so far; nil without `--flicker`.
+    var flickerReport: FlickerReport? { mailbox.withLock { $0.flicker } }
 
     /// Closes the window and waits for the window thread to end.
     func close() {
@@ -107,17 +123,37 @@ final class WindowVideoSink: VideoSink, Sendable {
             SDL_QuitSubSystem(csdl2_init_video())
             return open(failed: "cannot open a window (SDL: \(reason))")
         }
-        guard let renderer = SDL_CreateRenderer(window, -1, 0) else {
+        // The flicker presents once per refresh, so it asks for vsync; the plain window draws on change.
+        let rendererFlags = flicker == nil ? 0 : SDL_RENDERER_PRESENTVSYNC.rawValue
+        guard let renderer = SDL_CreateRenderer(window, -1, rendererFlags) else {
             let reason = String(cString: SDL_GetError())
             SDL_DestroyWindow(window)
             SDL_QuitSubSystem(csdl2_init_video())
             return open(failed: "cannot draw in the window (SDL: \(reason))")
         }
         mailbox.withLock { $0.opened = .success(()) }
-        var screen = WindowScreen(renderer: renderer, masker: masker)
+        var screen = WindowScreen(renderer: renderer, masker: masker, flicker: flicker)
+        var mode = SDL_DisplayMode()
+        let reported = SDL_GetCurrentDisplayMode(max(0, SDL_GetWindowDisplayIndex(window)), &mode) == 0
+        var pacer = RefreshPacer(refreshRate: reported ? Double(mode.refresh_rate) : 0)
+        // Whether the renderer's vsync holds presents, judged on the first 20 (paced by the clock until
+        // then): a present that waits a quarter of a period or more is held by a real vsync.
+        var vsyncBlocks = false
+        var heldPresents = 0
+        var warned = false
+        if flicker != nil {
+            mailbox.withLock {
+                $0.flicker = FlickerReport(reportedRate: reported ? Double(mode.refresh_rate) : 0)
+            }
+        }
         screen.draw()
         while true {
-            let (incoming, closing) = mailbox.wait(until: { $0.frame != nil || $0.closing }, timeout: 0.01) {
+            // Flickering, the loop wakes for every refresh; otherwise it polls every 10 ms.
+            var timeout = 0.01
+            if screen.isFlickering {
+                timeout = vsyncBlocks ? 0 : max(0, (pacer.nextDeadline ?? 0) - MonotonicClock.seconds())
+            }
+            let (incoming, closing) = mailbox.wait(until: { $0.frame != nil || $0.closing }, timeout: timeout) {
                 mailbox -> ((Frame, Bool)?, Bool) in
                 defer { mailbox.frame = nil }
                 return (mailbox.frame.map { ($0.value, mailbox.masked) }, mailbox.closing)
@@ -143,12 +179,40 @@ final class WindowVideoSink: VideoSink, Sendable {
                 switches.note(.video, protecting: protecting, media: now)
                 redraw = true
             }
-            if redraw { screen.draw() }
+            if screen.isFlickering {
+                if let deadline = pacer.nextDeadline, !vsyncBlocks, MonotonicClock.seconds() < deadline { continue }
+                let started = MonotonicClock.seconds()
+                screen.drawFlicker(phase: pacer.phase, newPair: pacer.startsPair)
+                let finished = MonotonicClock.seconds()
+                if pacer.presents < 20, finished - started >= pacer.period / 4 { heldPresents += 1 }
+                pacer.presented(at: finished)
+                if pacer.presents == 20 { vsyncBlocks = heldPresents >= 15 }
+                report(pacer, warned: &warned)
+            } else if redraw {
+                screen.draw()
+            }
         }
         screen.destroy()
+        screen.destroyFlicker()
         SDL_DestroyRenderer(renderer)
         SDL_DestroyWindow(window)
         SDL_QuitSubSystem(csdl2_init_video())
+    }
+
+    /// Publishes the pacer's figures and, once the rate has been measured over a second, warns when it is
+    /// under 50 Hz, where the flicker itself is visible.
+    private func report(_ pacer: RefreshPacer, warned: inout Bool) {
+        mailbox.withLock {
+            $0.flicker?.measuredRate = pacer.measuredRate
+            $0.flicker?.presents = pacer.presents
+            $0.flicker?.missedVsyncs = pacer.missedVsyncs
+        }
+        guard !warned, pacer.presents >= 30, let rate = pacer.measuredRate, pacer.presents >= Int(rate) else { return }
+        warned = true
+        if rate < 50 {
+            warn(
+                "the window refreshes at \(Int(rate.rounded())) Hz, under 50 Hz: the flicker will be visible")
+        }
     }
 
     private func open(failed message: String) {
@@ -202,11 +266,22 @@ private struct WindowScreen {
     private var shownMasked = false
     /// The unmasked frame when the window masked it itself (protection came on while it was held).
     private var original: Frame?
+    /// The flicker's area, its `rgb24` copy of the shown frame, the phase texture and the pair's mask.
+    private let flicker: FlickerArea?
+    private var flickerConverter: Scaler?
+    private var flickerSource: Frame?
+    private var flickerPhase: Frame?
+    private var flickerTexture: OpaquePointer?
+    private var flickerMask: FlickerMask?
 
-    init(renderer: OpaquePointer, masker: VideoMasker) {
+    init(renderer: OpaquePointer, masker: VideoMasker, flicker: FlickerArea?) {
         self.renderer = renderer
         self.masker = masker
+        self.flicker = flicker
     }
+
+    /// True when every refresh must present a phase: flicker on and an unmasked picture held.
+    var isFlickering: Bool { flicker != nil && !shownMasked && flickerSource != nil && flickerTexture != nil }
 
     /// Puts a new frame on the texture.
     mutating func show(_ frame: Frame, masked: Bool) {
@@ -258,6 +333,7 @@ private struct WindowScreen {
                 Int32(picture.height))
             textureSize = (picture.width, picture.height)
         }
+        if flicker != nil { prepareFlicker(frame) }
         let sar = frame.sampleAspectRatio.doubleValue
         aspect = Double(picture.width) * (sar > 0 ? sar : 1) / Double(max(1, picture.height))
         picture.withUnsafeMutablePlanes { planes in
@@ -268,8 +344,60 @@ private struct WindowScreen {
         }
     }
 
+    /// Keeps an `rgb24` copy of an unmasked frame for the phases (a masked one needs none).
+    private mutating func prepareFlicker(_ frame: Frame) {
+        // The pair's mask stays: a new frame in the middle of a pair still gets the pair's other half.
+        flickerSource = nil
+        guard !shownMasked else { return }
+        if flickerConverter?.width != frame.width || flickerConverter?.height != frame.height {
+            flickerConverter = Scaler(width: frame.width, height: frame.height, pixelFormat: .rgb24)
+            flickerPhase = try? Frame(width: frame.width, height: frame.height, pixelFormat: .rgb24)
+            if let flickerTexture { SDL_DestroyTexture(flickerTexture) }
+            flickerTexture = SDL_CreateTexture(
+                renderer, csdl2_pixelformat_rgb24(), Int32(SDL_TEXTUREACCESS_STREAMING.rawValue), Int32(frame.width),
+                Int32(frame.height))
+        }
+        flickerSource = try? flickerConverter?.scale(frame)
+    }
+
+    /// Draws phase `phase` of the held picture and presents it; `newPair` draws a new mask first.
+    mutating func drawFlicker(phase: FlickerPhase, newPair: Bool) {
+        guard let source = flickerSource, let target = flickerPhase, let flicker,
+            let rectangle = flicker.rectangle(inWidth: source.width, height: source.height)
+        else {
+            // A region outside the picture: nothing flickers, the picture is drawn as usual.
+            return draw()
+        }
+        if newPair || flickerMask?.width != rectangle.width || flickerMask?.height != rectangle.height {
+            var generator = SystemRandomNumberGenerator()
+            flickerMask = FlickerMask(width: rectangle.width, height: rectangle.height, using: &generator)
+        }
+        source.withUnsafeMutablePlanes { from in
+            target.withUnsafeMutablePlanes { to in
+                FlickerCompositor.render(
+                    MaskPlane(
+                        base: from[0].base, stride: from[0].linesize, width: from[0].rowBytes, height: from[0].rows),
+                    into: MaskPlane(
+                        base: to[0].base, stride: to[0].linesize, width: to[0].rowBytes, height: to[0].rows),
+                    rectangle: rectangle, mask: flickerMask!, phase: phase)
+                _ = SDL_UpdateTexture(flickerTexture, nil, to[0].base, Int32(to[0].linesize))
+            }
+        }
+        draw(flickerTexture)
+    }
+
+    /// Frees the flicker's texture (when the window closes).
+    mutating func destroyFlicker() {
+        if let flickerTexture { SDL_DestroyTexture(flickerTexture) }
+        flickerTexture = nil
+        flickerConverter = nil
+        flickerSource = nil
+    }
+
     /// Clears the window to black and draws the picture scaled to fit with its aspect ratio kept.
-    func draw() {
+    func draw() { draw(texture) }
+
+    private func draw(_ texture: OpaquePointer?) {
         SDL_SetRenderDrawColor(renderer, 0, 0, 0, 255)
         SDL_RenderClear(renderer)
         if let texture, shown != nil {
@@ -285,6 +413,7 @@ private struct WindowScreen {
 
     /// Frees the texture.
     mutating func destroy() {
+        flickerSource = nil
         if let texture { SDL_DestroyTexture(texture) }
         texture = nil
         textureSize = (0, 0)
