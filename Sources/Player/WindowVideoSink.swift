@@ -181,8 +181,9 @@ final class WindowVideoSink: VideoSink, Sendable {
             }
             if screen.isFlickering {
                 if let deadline = pacer.nextDeadline, !vsyncBlocks, MonotonicClock.seconds() < deadline { continue }
-                let started = MonotonicClock.seconds()
                 screen.drawFlicker(phase: pacer.phase, newPair: pacer.startsPair)
+                let started = MonotonicClock.seconds()
+                screen.present()
                 let finished = MonotonicClock.seconds()
                 if pacer.presents < 20, finished - started >= pacer.period / 4 { heldPresents += 1 }
                 pacer.presented(at: finished)
@@ -360,13 +361,14 @@ private struct WindowScreen {
         flickerSource = try? flickerConverter?.scale(frame)
     }
 
-    /// Draws phase `phase` of the held picture and presents it; `newPair` draws a new mask first.
+    /// Draws phase `phase` of the held picture, to be presented by `present()`; `newPair` draws a new mask
+    /// first.
     mutating func drawFlicker(phase: FlickerPhase, newPair: Bool) {
         guard let source = flickerSource, let target = flickerPhase, let flicker,
             let rectangle = flicker.rectangle(inWidth: source.width, height: source.height)
         else {
             // A region outside the picture: nothing flickers, the picture is drawn as usual.
-            return draw()
+            return draw(texture, present: false)
         }
         if newPair || flickerMask?.width != rectangle.width || flickerMask?.height != rectangle.height {
             var generator = SystemRandomNumberGenerator()
@@ -383,7 +385,7 @@ private struct WindowScreen {
                 _ = SDL_UpdateTexture(flickerTexture, nil, to[0].base, Int32(to[0].linesize))
             }
         }
-        draw(flickerTexture)
+        draw(flickerTexture, present: false)
     }
 
     /// Frees the flicker's texture (when the window closes).
@@ -397,7 +399,7 @@ private struct WindowScreen {
     /// Clears the window to black and draws the picture scaled to fit with its aspect ratio kept.
     func draw() { draw(texture) }
 
-    private func draw(_ texture: OpaquePointer?) {
+    private func draw(_ texture: OpaquePointer?, present: Bool = true) {
         SDL_SetRenderDrawColor(renderer, 0, 0, 0, 255)
         SDL_RenderClear(renderer)
         if let texture, shown != nil {
@@ -408,8 +410,11 @@ private struct WindowScreen {
             var target = SDL_Rect(x: Int32(box.x), y: Int32(box.y), w: Int32(box.width), h: Int32(box.height))
             SDL_RenderCopy(renderer, texture, nil, &target)
         }
-        SDL_RenderPresent(renderer)
+        if present { SDL_RenderPresent(renderer) }
     }
+
+    /// Shows what was drawn (`SDL_RenderPresent`; held until the vsync when the renderer has one).
+    func present() { SDL_RenderPresent(renderer) }
 
     /// Frees the texture.
     mutating func destroy() {

@@ -90,6 +90,10 @@ public struct FlickerMask: Sendable {
         let bit = words[index >> 6] >> UInt64(index & 63) & 1 == 1
         return phase == .first ? bit : !bit
     }
+
+    /// Calls `body` with the mask's bits, pixel `row * width + column` at bit `index & 63` of word
+    /// `index >> 6`.
+    func withWords<R>(_ body: (UnsafeBufferPointer<UInt64>) -> R) -> R { words.withUnsafeBufferPointer(body) }
 }
 
 /// Draws the phases of a flickering picture in packed 8-bit sRGB (`rgb24`): in a phase, a region pixel
@@ -132,19 +136,30 @@ public enum FlickerCompositor {
     ) {
         precondition(mask.width == rectangle.width && mask.height == rectangle.height, "mask and region differ")
         drawn.withUnsafeBufferPointer { table in
-            for row in 0..<min(source.height, destination.height) {
-                let input = source.row(row)
-                let output = destination.row(row)
-                let count = min(input.count, output.count)
-                output.baseAddress!.update(from: input.baseAddress!, count: count)
-                let regionRow = row - rectangle.y
-                guard regionRow >= 0, regionRow < rectangle.height else { continue }
-                for column in 0..<rectangle.width {
-                    let offset = (rectangle.x + column) * 3
-                    guard offset + 3 <= count else { break }
-                    let shown = mask.isDrawn(column: column, row: regionRow, in: phase)
-                    for component in offset..<offset + 3 {
-                        output[component] = shown ? table[Int(input[component])] : 0
+            mask.withWords { words in
+                for row in 0..<min(source.height, destination.height) {
+                    let input = source.row(row)
+                    let output = destination.row(row)
+                    let count = min(input.count, output.count)
+                    output.baseAddress!.update(from: input.baseAddress!, count: count)
+                    let regionRow = row - rectangle.y
+                    guard regionRow >= 0, regionRow < rectangle.height else { continue }
+                    let columns = min(rectangle.width, max(0, count / 3 - rectangle.x))
+                    let drawnBit: UInt64 = phase == .first ? 1 : 0
+                    var index = regionRow * rectangle.width
+                    var offset = rectangle.x * 3
+                    for _ in 0..<columns {
+                        if (words[index >> 6] >> UInt64(index & 63)) & 1 == drawnBit {
+                            output[offset] = table[Int(input[offset])]
+                            output[offset + 1] = table[Int(input[offset + 1])]
+                            output[offset + 2] = table[Int(input[offset + 2])]
+                        } else {
+                            output[offset] = 0
+                            output[offset + 1] = 0
+                            output[offset + 2] = 0
+                        }
+                        index += 1
+                        offset += 3
                     }
                 }
             }
