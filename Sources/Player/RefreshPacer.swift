@@ -18,6 +18,7 @@ public struct RefreshPacer: Sendable {
     private var first: Double?
     private var last: Double?
     private var deadline: Double?
+    private var judged = false
 
     /// A pacer for a display that reports `refreshRate` Hz (0 or less: unknown, taken as 60).
     public init(refreshRate: Double) {
@@ -44,6 +45,15 @@ public struct RefreshPacer: Sendable {
         let next = (deadline ?? time) + period
         deadline = next > time ? next : time + period
         phase = phase.opposite
+    }
+
+    /// Once the rate has been measured over about a second (at least 30 presents), and only once: the
+    /// one-line warning when it is under 50 Hz, where the flicker itself is visible; nil otherwise.
+    public mutating func lowRateWarning() -> String? {
+        guard !judged, presents >= 30, let rate = measuredRate, Double(presents) >= rate else { return nil }
+        judged = true
+        guard rate < 50 else { return nil }
+        return "the window refreshes at \(Int(rate.rounded())) Hz, under 50 Hz: the flicker will be visible"
     }
 
     /// Presents per second between the first and the last present; nil before there are two.

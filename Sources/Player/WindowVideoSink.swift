@@ -140,7 +140,6 @@ final class WindowVideoSink: VideoSink, Sendable {
         // then): a present that waits a quarter of a period or more is held by a real vsync.
         var vsyncBlocks = false
         var heldPresents = 0
-        var warned = false
         if flicker != nil {
             mailbox.withLock {
                 $0.flicker = FlickerReport(reportedRate: reported ? Double(mode.refresh_rate) : 0)
@@ -188,7 +187,7 @@ final class WindowVideoSink: VideoSink, Sendable {
                 if pacer.presents < 20, finished - started >= pacer.period / 4 { heldPresents += 1 }
                 pacer.presented(at: finished)
                 if pacer.presents == 20 { vsyncBlocks = heldPresents >= 15 }
-                report(pacer, warned: &warned)
+                report(&pacer)
             } else if redraw {
                 screen.draw()
             }
@@ -200,20 +199,14 @@ final class WindowVideoSink: VideoSink, Sendable {
         SDL_QuitSubSystem(csdl2_init_video())
     }
 
-    /// Publishes the pacer's figures and, once the rate has been measured over a second, warns when it is
-    /// under 50 Hz, where the flicker itself is visible.
-    private func report(_ pacer: RefreshPacer, warned: inout Bool) {
+    /// Publishes the pacer's figures, and its warning when the rate is under 50 Hz.
+    private func report(_ pacer: inout RefreshPacer) {
         mailbox.withLock {
             $0.flicker?.measuredRate = pacer.measuredRate
             $0.flicker?.presents = pacer.presents
             $0.flicker?.missedVsyncs = pacer.missedVsyncs
         }
-        guard !warned, pacer.presents >= 30, let rate = pacer.measuredRate, pacer.presents >= Int(rate) else { return }
-        warned = true
-        if rate < 50 {
-            warn(
-                "the window refreshes at \(Int(rate.rounded())) Hz, under 50 Hz: the flicker will be visible")
-        }
+        if let warning = pacer.lowRateWarning() { warn(warning) }
     }
 
     private func open(failed message: String) {

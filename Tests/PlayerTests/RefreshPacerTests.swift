@@ -38,4 +38,20 @@ import Testing
         #expect(pacer.missedVsyncs == 4)
         #expect(pacer.measuredRate != nil)
     }
+
+    @Test(arguments: [(40.0, true), (49.0, true), (60.0, false), (75.0, false)])
+    func aRateUnder50HzIsWarnedAboutOnce(rate: Double, warns: Bool) {
+        var pacer = RefreshPacer(refreshRate: 60)
+        var warnings: [String] = []
+        for present in 0..<Int(rate * 3) {
+            pacer.presented(at: Double(present) / rate)
+            // Not before a second's worth of presents.
+            if let warning = pacer.lowRateWarning() {
+                #expect(Double(present + 1) >= rate && present + 1 >= 30)
+                warnings.append(warning)
+            }
+        }
+        #expect(warnings.count == (warns ? 1 : 0), "\(warnings)")
+        if warns { #expect(warnings[0].contains("\(Int(rate)) Hz, under 50 Hz")) }
+    }
 }
