@@ -63,6 +63,36 @@ import Testing
         #expect(end["flicker_missed_vsyncs"] is Double)
     }
 
+    @Test func aCaptureStillMasksAFlickeringPicture() throws {
+        let directory = try TemporaryDirectory()
+        let display = try VirtualDisplay()
+        let player = try BackgroundPlayer(
+            [fixture(Self.still), "--flicker", "--loop", "0", "--simulate-recording"],
+            environment: ["DISPLAY": display.name, "SDL_AUDIODRIVER": "dummy"], in: directory)
+        #expect(ProcessTestSupport.eventually(timeout: 30) { !player.events("start").isEmpty }, "\(player.errors)")
+        #expect(player.events("start").first?["protecting"] as? Bool == true)
+        let windowUp = ProcessTestSupport.eventually(timeout: 20) {
+            guard
+                let search = try? SpawnedProcess(
+                    ["/usr/bin/xdotool", "search", "--onlyvisible", "--name", "guard-play: \(Self.still)"],
+                    environment: ["DISPLAY": display.name], output: "/dev/null")
+            else { return false }
+            defer { search.end() }
+            return search.wait(timeout: 10) == 0
+        }
+        #expect(windowUp, "no window: \(player.errors)")
+        // The window shows the black mask, not half of the picture.
+        for _ in 0..<10 {
+            let share = try display.screenshot(in: directory).brightShare(above: 128)
+            #expect(share < 0.001, "a masked window showed \(share) of the screen bright")
+        }
+        player.process.signal(SIGINT)
+        #expect(player.process.wait(timeout: 20) != nil)
+        let end = try #require(player.events("end").last, "\(player.errors)")
+        #expect(end["video_frames_masked"] as? Double ?? 0 > 0)
+        #expect(end["flicker_presents"] as? Double == 0, "a masked picture flickered: \(end)")
+    }
+
     @Test(arguments: ["0,0,10", "0,0,0,10", "-1,0,4,4", "a,b,c,d"])
     func aBadRegionIsRefused(region: String) throws {
         let result = try guardPlay([fixture(Self.still), "--flicker=\(region)"], environment: headlessEnvironment)
