@@ -62,7 +62,7 @@ let package = Package(
         .testTarget(
             name: "CaptureDetectorsTests", dependencies: ["CaptureDetectors", "CaptureMonitor", "ProcessTestSupport"],
             exclude: ["Fixtures"]),
-        .testTarget(name: "ProtectionTests", dependencies: ["Protection"]),
+        .testTarget(name: "ProtectionTests", dependencies: ["Protection", "ProcessTestSupport"]),
         .testTarget(name: "PlayerTests", dependencies: ["Player", "MediaCore", "CaptureMonitor"]),
         .testTarget(name: "PackagerTests", dependencies: ["Packager", "MediaCore", "Crypto"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Crypto"]),
@@ -74,7 +74,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["MediaCore", "CaptureDetectors", "ProcessTestSupport", "HTTPTestSupport", "Crypto"]),
-        // Starting and ending child processes and their process groups, shared by the test targets.
+        // Starting and ending child processes and their process groups, and a seeded generator, shared by the
+        // test targets.
         .target(name: "ProcessTestSupport", path: "Tests/ProcessTestSupport"),
         // A raw HTTP/1.1 client for tests that must send exactly the bytes they mean.
         .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),

@@ -1,5 +1,6 @@
 import Foundation
 import MediaCore
+import ProcessTestSupport
 import Testing
 
 /// Bad input: each case gets its own one-line error and exit code, and never a crash.
@@ -221,18 +222,5 @@ import Testing
         #expect((video.last?.time ?? 0) > 9.5)
         #expect(video.filter { $0.time >= 8 }.allSatisfy { isBlack($0, $0) })
         #expect(video.count > 250)
-    }
-}
-
-/// A small deterministic generator for test data.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,17 +1,6 @@
+import ProcessTestSupport
 import Protection
 import Testing
-
-/// A seeded generator (SplitMix64) so that tests draw reproducible masks.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Packed rgb24 pixels with a row stride larger than the picture, as FFmpeg frames have.
 private struct RGBPicture {
@@ -64,7 +53,7 @@ private let ramp = RGBPicture(width: 96, height: 64) { column, row in
 
 @Suite struct FlickerTests {
     @Test func theTwoPhasesPartitionTheRegionsPixels() {
-        var generator = SeededGenerator(state: 1)
+        var generator = SplitMix(seed: 1)
         let rectangle = FlickerArea.region(x: 10, y: 5, width: 70, height: 50).rectangle(inWidth: 96, height: 64)!
         let mask = FlickerMask(width: rectangle.width, height: rectangle.height, using: &generator)
         let white = RGBPicture(width: 96, height: 64) { _, _ in 100 }
@@ -93,7 +82,7 @@ private let ramp = RGBPicture(width: 96, height: 64) { column, row in
     }
 
     @Test func everyPairDrawsANewSplitNotAFixedPattern() {
-        var generator = SeededGenerator(state: 7)
+        var generator = SplitMix(seed: 7)
         let masks = (0..<3).map { _ in FlickerMask(width: 64, height: 64, using: &generator) }
         func agreement(_ a: FlickerMask, _ b: FlickerMask) -> Double {
             var same = 0
@@ -124,7 +113,7 @@ private let ramp = RGBPicture(width: 96, height: 64) { column, row in
     }
 
     @Test func thePairAveragesToThePictureInLinearLightWhereThereIsHeadroom() {
-        var generator = SeededGenerator(state: 3)
+        var generator = SplitMix(seed: 3)
         let rectangle = FlickerArea.picture.rectangle(inWidth: 96, height: 64)!
         let mask = FlickerMask(width: 96, height: 64, using: &generator)
         let first = rendered(ramp, rectangle: rectangle, mask: mask, phase: .first)
