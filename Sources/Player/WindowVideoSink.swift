@@ -350,6 +350,8 @@ private struct WindowScreen {
             flickerTexture = SDL_CreateTexture(
                 renderer, csdl2_pixelformat_rgb24(), Int32(SDL_TEXTUREACCESS_STREAMING.rawValue), Int32(frame.width),
                 Int32(frame.height))
+            // A resized window scales the phases by whole pixels, never blending the two halves.
+            _ = SDL_SetTextureScaleMode(flickerTexture, SDL_ScaleModeNearest)
         }
         flickerSource = try? flickerConverter?.scale(frame)
     }
