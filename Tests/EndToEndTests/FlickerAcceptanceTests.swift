@@ -117,6 +117,27 @@ import Testing
         #expect(unreachable.status == 1, "\(unreachable.stderr)")
     }
 
+    @Test func onlyTheRegionFlickers() throws {
+        let directory = try TemporaryDirectory()
+        let display = try VirtualDisplay()
+        // The left half of the picture flickers; the right half is drawn as usual.
+        let player = try FlickeringStill(on: display, in: directory, region: "0,0,160,320")
+        let source = try player.source()
+        let white = source.pixels.indices.filter { source.pixels[$0] > 128 }
+        let left = white.filter { $0 % source.width < 160 }
+        let right = white.filter { $0 % source.width >= 160 }
+        for _ in 0..<10 {
+            let screen = try display.screenshot(in: directory)
+            func held(_ pixels: [Int]) -> Double {
+                Double(pixels.filter { screen.level(at: $0, of: source, origin: player.origin) >= 215 }.count)
+                    / Double(pixels.count)
+            }
+            #expect(abs(held(left) - 0.5) < 0.05, "the region held \(percent(held(left)))")
+            #expect(held(right) == 1, "outside the region only \(percent(held(right))) was drawn")
+        }
+        _ = try player.stop()
+    }
+
     @Test func aSecondOfRecordingAveragesToThePictureInLinearLight() throws {
         let directory = try TemporaryDirectory()
         let display = try VirtualDisplay()
@@ -161,12 +182,15 @@ private final class FlickeringStill {
     /// Where the picture's top-left pixel is on the screen.
     private(set) var origin = (x: 0, y: 0)
 
-    init(on display: VirtualDisplay, in directory: TemporaryDirectory) throws {
+    init(on display: VirtualDisplay, in directory: TemporaryDirectory, region: String? = nil) throws {
         self.display = display
         self.directory = directory
         // No capture source: the screenshot tools would otherwise be seen and the picture masked.
         player = try BackgroundPlayer(
-            [fixture(FlickerAcceptanceTests.still), "--flicker", "--loop", "0", "--capture-source", "none"],
+            [
+                fixture(FlickerAcceptanceTests.still), region.map { "--flicker=\($0)" } ?? "--flicker", "--loop", "0",
+                "--capture-source", "none",
+            ],
             environment: ["DISPLAY": display.name, "SDL_AUDIODRIVER": "dummy"], in: directory)
         try #require(ProcessTestSupport.eventually(timeout: 30) { !player.events("start").isEmpty }, "\(player.errors)")
         origin = try windowOrigin()
