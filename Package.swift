@@ -41,7 +41,8 @@ let package = Package(
         .target(name: "Store", dependencies: ["CSQLite", "Crypto"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "ThreadSupport"], swiftSettings: strict),
         .target(
-            name: "Gateway", dependencies: ["Store", "Packager", "Crypto", "CaptureMonitor", "ThreadSupport"],
+            name: "Gateway",
+            dependencies: ["Store", "Packager", "MediaCore", "Crypto", "CaptureMonitor", "ThreadSupport"],
             swiftSettings: strict),
         .target(
             name: "ControlAPI", dependencies: ["HTTPServer", "Gateway", "Store", "Crypto", "CaptureMonitor"],

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import MediaCore
 public import Store
 import Synchronization
 
@@ -141,6 +142,14 @@ public final class PackagingJobs: Sendable {
         else {
             throw GatewayError(
                 .invalid, code: "input-not-found", detail: "input is not a regular file under the input root.")
+        }
+        // The data directory holds the gateway's own files (its database, its KEK, job outputs it deletes
+        // and replaces): none of them may be an input, so no job's output can land on one.
+        if PathIdentity(configuration.dataDirectory).contains(PathIdentity(resolved)) {
+            throw GatewayError(
+                .invalid, code: "input-in-data-directory",
+                detail: "input lies inside the gateway's data directory, among its own files; package media from "
+                    + "outside it.")
         }
         return resolved
     }

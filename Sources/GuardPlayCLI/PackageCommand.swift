@@ -29,13 +29,16 @@ enum PackageCommand {
           --audio-format FORMAT     ts (default) or packed: ID3-tagged ADTS/AC-3 audio, each audio
                                     stream in a playlist of its own (a rendition beside video)
           --still-duration SECS     seconds of video made from a still image (default 10)
-          --force                   replace an existing DIR and key file once the new output is complete
+          --force                   replace an existing DIR and key file once the new output is complete;
+                                    only a previous output (it holds .guard-play-output) and a plain
+                                    16-byte key file, never a symbolic link or a file it did not write
           --json                    print the result as JSON instead of a summary
           --quiet                   print no notices or progress
 
-        Exit codes: 0 done; 2 usage; 3 bad option value; 10-17 input problems (missing, empty, text,
-        unrecognised, corrupt, no streams, refused codec or a still over 4096x4096, already encrypted);
-        20 output failed; 21 output exists; 130 interrupted. See README.md.
+        Exit codes: 0 done; 2 usage, or an output or key file that would land on an input; 3 bad option
+        value; 10-17 input problems (missing, empty, text, unrecognised, corrupt, no streams, refused codec
+        or a still over 4096x4096, already encrypted); 20 output failed; 21 output exists (or --force may
+        not replace it); 130 interrupted. See README.md.
         """
 
     static let options: [Arguments.Option] = [
@@ -109,6 +112,7 @@ enum PackageCommand {
         case .unsupportedCodec: .inputUnsupported
         case .encryptedInput: .inputEncrypted
         case .outputExists: .outputExists
+        case .pathConflict: .usage
         case .outputFailed: .outputFailed
         case .invalidOptions: .badValue
         case .cancelled: .interrupted

@@ -19,7 +19,8 @@ enum PlayCommand {
           --on-unknown protect|allow   what an unknown capture state does (default protect)
           --mask black|pixelate|image:PATH   how masked video looks (default black)
           --output FILE|null           write what a capture would record (.wav .flac .m4a .mkv .mp4 .mov),
-                                       or decode and drop (null); default: the sound card
+                                       or decode and drop (null); default: the sound card; never
+                                       the input itself (exit 2)
           --realtime | --fast          pacing (default realtime, fast when --output is given)
           --start S  --length S        play from S seconds, for S seconds
           --volume V                   linear gain, 0 to 4 (default 1)
@@ -234,6 +235,7 @@ enum PlayCommand {
         case .inputUnsupported: .inputUnsupported
         case .maskImage: .badValue
         case .output: .outputFailed
+        case .outputIsInput: .usage
         case .device, .other: .failure
         }
     }

@@ -22,7 +22,8 @@ enum ServeCommand {
           --public-url URL        base of the playback URLs sessions return (default: the request's Host)
           --cors-origin ORIGIN    an origin browsers may call from (repeatable; * allows any, never with
                                   credentials)
-          --input-root DIR        packaging inputs must lie inside DIR (default .)
+          --input-root DIR        packaging inputs must lie inside DIR (default .), never inside --data;
+                                  a --data that is or holds DIR is refused (exit 2)
           --import-root DIR       directories PUT /v1/assets/{id} may import from (repeatable)
           --session-ttl DURATION  default session lifetime (default 4h)
           --lease DURATION        how long a capture report holds (default 10s)
@@ -47,6 +48,7 @@ enum ServeCommand {
             throw CLIError(.usage, "serve takes no arguments, got '\(parsed.positionals[0])'")
         }
         let configuration = try ServeConfiguration.load(parsed)
+        try configuration.checkDirectoriesApart()
         if parsed.has("check-config") {
             print(
                 "configuration ok: listen \(configuration.host):\(configuration.port), data \(configuration.dataDirectory)"

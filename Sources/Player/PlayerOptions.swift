@@ -70,6 +70,8 @@ public struct PlayerError: Error, Sendable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         case inputMissing, inputEmpty, inputNotMedia, inputUnrecognised, inputTruncated, inputNoStreams
         case inputUnsupported, maskImage, output, device, other
+        /// The output file is the input (the same file, however spelled or linked).
+        case outputIsInput
     }
 
     /// The kind of failure.
