@@ -56,7 +56,9 @@ enum SessionRoutes {
                     .response(status: 202)
             },
             Route("GET", "/v1/sessions/{id}/events", access: .scopeOrSessionToken(.control)) { context in
-                let holder = context.query["token"] ?? Router.bearer(context.request.headers) ?? ""
+                // The credential that let the caller in: the session token, or else the API token.
+                let bearer = Router.bearer(context.request.headers)
+                let holder = (context.scopes.isEmpty ? context.query["token"] ?? bearer : bearer) ?? ""
                 return try events(gateway: gateway, session: context.parameter("id"), holder: holder)
             },
         ]
@@ -72,7 +74,10 @@ enum SessionRoutes {
         let ticket: StreamQuota.Ticket
         switch gateway.streams.admit(session: id, holder: holder) {
         case .success(let admitted): ticket = admitted
-        case .failure(let refusal): throw streamProblem(refusal, quota: gateway.streams)
+        case .failure(let refusal):
+            // The connection is closed too, so a refused client cannot keep holding it.
+            return streamProblem(refusal, quota: gateway.streams).problem.response(
+                headers: HTTPHeaders([("Connection", "close")]))
         }
         let stream = EventStream()
         stream.onClose { ticket.release() }

@@ -59,6 +59,7 @@ import Testing
         let fifth = try open(first, firstToken)
         #expect(fifth.status == 429, "\(fifth.transcript)")
         #expect(RawResponse(Array(fifth.transcript.utf8)).header("Retry-After") == "5")
+        #expect(RawResponse(Array(fifth.transcript.utf8)).header("Connection") == "close")
         held += try (0..<4).map { _ in try open(second, secondToken) }
         #expect(held.allSatisfy { $0.status == 200 })
         // The gateway's total: 503 with Retry-After, even for a session with none open.
