@@ -11,8 +11,9 @@ import ThreadSupport
 /// address, so a flood of them costs a row a minute per address rather than a row a request.
 ///
 /// Memory is bounded whatever the disk does: at most `capacity` records wait (the oldest are dropped,
-/// and counted, when more arrive) and at most `countCapacity` refusal counts (further addresses share
-/// one `*` count). A failed write keeps the batch for the next attempt within those bounds, marks the
+/// and counted, when more arrive), and refusals are counted for at most `countCapacity` addresses a
+/// minute (further addresses share that minute's `*` count), so a flood from many addresses is still a
+/// bounded number of rows. A failed write keeps the batch for the next attempt within those bounds, marks the
 /// log failing (the gateway reports itself not ready) and logs one line; the next successful write
 /// logs one more. The same thread prunes records older than `retention`.
 final class AuditLog: Sendable {
@@ -25,6 +26,15 @@ final class AuditLog: Sendable {
     struct Pending {
         var records: [AuditRecord] = []
         var counts: [CountKey: Int] = [:]
+        /// The minute being counted and the addresses counted in it so far (kept across flushes).
+        var minute: Int64 = 0
+        var addresses: Set<String> = []
+    }
+
+    /// What one flush takes from the queue.
+    struct Batch {
+        let records: [AuditRecord]
+        let counts: [CountKey: Int]
     }
 
     struct Health {
@@ -72,9 +82,19 @@ final class AuditLog: Sendable {
     func count(reason: String, remote: String, at date: Date) {
         let minute = Int64((date.timeIntervalSince1970 / 60).rounded(.down))
         pending.withLock { pending in
-            Self.add(
-                1, to: CountKey(minute: minute, reason: reason, remote: remote), in: &pending.counts, cap: countCapacity
-            )
+            if minute > pending.minute {
+                pending.minute = minute
+                pending.addresses.removeAll(keepingCapacity: true)
+            }
+            var address = remote
+            if !pending.addresses.contains(remote) {
+                if pending.addresses.count < countCapacity {
+                    pending.addresses.insert(remote)
+                } else {
+                    address = "*"
+                }
+            }
+            pending.counts[CountKey(minute: minute, reason: reason, remote: address), default: 0] += 1
         }
     }
 
@@ -91,8 +111,11 @@ final class AuditLog: Sendable {
     func flush() {
         flushing.withLock { _ in
             let batch = pending.withLock { pending in
-                defer { pending = Pending() }
-                return pending
+                defer {
+                    pending.records.removeAll()
+                    pending.counts.removeAll()
+                }
+                return Batch(records: pending.records, counts: pending.counts)
             }
             guard !batch.records.isEmpty || !batch.counts.isEmpty else { return }
             let counts = batch.counts.map { key, count in
@@ -115,10 +138,11 @@ final class AuditLog: Sendable {
 
     /// Puts a batch that could not be written back in front of what queued meanwhile, dropping the
     /// oldest records past the cap; logs only when the log turns failing.
-    private func restore(_ batch: Pending, after error: any Error) {
+    private func restore(_ batch: Batch, after error: any Error) {
         let dropped = pending.withLock { pending in
             pending.records.insert(contentsOf: batch.records, at: 0)
-            for (key, count) in batch.counts { Self.add(count, to: key, in: &pending.counts, cap: countCapacity) }
+            // Counts from minutes the store missed pile up only to a bound, past which they merge.
+            for (key, count) in batch.counts { Self.add(count, to: key, in: &pending.counts, cap: 4 * countCapacity) }
             return Self.trim(&pending.records, to: capacity)
         }
         let first = health.withLock { health in

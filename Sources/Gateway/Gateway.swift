@@ -280,9 +280,10 @@ public final class Gateway: Sendable {
             keyRequests.increment(labelText: "outcome=\"granted\"")
             return decision
         case .failure(let refusal):
+            let client = RefusalLimiter.client(remote)
             // Outcomes are fixed codes, so the label text needs no escaping.
-            guard refusals.allow(remote, now: now.timeIntervalSince1970) else {
-                audit.count(reason: AccessRefusal.rateLimited.rawValue, remote: remote, at: now)
+            guard refusals.allow(client, now: now.timeIntervalSince1970) else {
+                audit.count(reason: AccessRefusal.rateLimited.rawValue, remote: client, at: now)
                 keyRequests.increment(labelText: "outcome=\"\(AccessRefusal.rateLimited.rawValue)\"")
                 return .failure(.rateLimited)
             }
@@ -292,7 +293,7 @@ public final class Gateway: Sendable {
                         at: now, action: "key", outcome: "refused", reason: refusal.rawValue, assetID: assetID,
                         kid: kid, sessionID: sessionID, remote: remote))
             } else {
-                audit.count(reason: refusal.rawValue, remote: remote, at: now)
+                audit.count(reason: refusal.rawValue, remote: client, at: now)
             }
             keyRequests.increment(labelText: "outcome=\"\(refusal.rawValue)\"")
             return decision

@@ -26,8 +26,8 @@ public struct GatewayConfiguration: Sendable {
     public var auditCapacity: Int
     /// How long audit records and refusal counts are kept before the writer prunes them.
     public var auditRetention: TimeInterval = 30 * 86400
-    /// Refusal counts (minute, reason, address) that may wait in memory; further addresses share one.
-    public var auditCountCapacity = 100_000
+    /// Client addresses whose refusals are counted each minute; further addresses share one count.
+    public var auditCountCapacity = 10_000
     /// Refused key requests one client address may make at once before it gets 429.
     public var refusalBurst: Double = 30
     /// Refused key requests a second one client address regains.

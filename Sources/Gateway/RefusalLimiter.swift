@@ -43,6 +43,20 @@ final class RefusalLimiter: Sendable {
         }
     }
 
+    /// The address a refusal is limited and counted under: an IPv4 address as it is, an IPv6 address
+    /// as its /64 (one subscriber's network, whose every address is the same client here), so changing
+    /// addresses inside one's network neither escapes the limit nor adds rows.
+    static func client(_ address: String) -> String {
+        var bytes = in6_addr()
+        guard address.contains(":"), inet_pton(AF_INET6, address, &bytes) == 1 else { return address }
+        withUnsafeMutableBytes(of: &bytes) { raw in
+            for index in 8..<16 { raw[index] = 0 }
+        }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        guard inet_ntop(AF_INET6, &bytes, &text, socklen_t(text.count)) != nil else { return address }
+        return text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) } + "/64"
+    }
+
     /// Addresses held now.
     var count: Int { buckets.withLock { $0.count } }
 

@@ -107,7 +107,8 @@ import Testing
         }
         let waited = Date().timeIntervalSince(started)
         #expect(answered?.status == 200)
-        #expect(waited < 2 + 1.5, "a legitimate client waited \(waited) s behind the slowloris")
+        // It did wait (the slow clients held every connection), but no longer than the header timeout.
+        #expect(waited > 1 && waited < 2 + 1.5, "a legitimate client waited \(waited) s behind the slowloris")
         withExtendedLifetime(slow) {}
     }
 

@@ -87,6 +87,32 @@ final class FailingAuditWriter: AuditWriting {
         #expect(rendered.contains("guardplay_refusal_limiter_clients 100\n"))
     }
 
+    @Test func countsAnIPv6NetworkAsOneClientAndAtMostSoManyAddressesAMinute() throws {
+        let fixture = try GatewayFixture {
+            $0.refusalBurst = 10
+            $0.auditCountCapacity = 50
+        }
+        let gateway = fixture.gateway
+        // Every address of one /64 is one client: the limit holds across them.
+        let results = (0..<20).map { gateway.deliverKey(kid: clipKID, token: nil, remote: "2001:db8:1:2::\($0 + 1)") }
+        #expect(results.filter { $0 == .failure(.rateLimited) }.count == 10)
+        // 200 IPv4 addresses in one minute: 50 rows of their own, the rest in one shared row.
+        for index in 0..<200 { _ = gateway.deliverKey(kid: clipKID, token: nil, remote: "10.2.0.\(index)") }
+        gateway.flushAudit()
+        for index in 200..<250 { _ = gateway.deliverKey(kid: clipKID, token: nil, remote: "10.2.1.\(index - 200)") }
+        gateway.flushAudit()
+        let counts = try fixture.store.refusalCounts()
+        #expect(Set(counts.map(\.remote)).count == 51)
+        #expect(counts.filter { $0.remote == "2001:db8:1:2::/64" }.map(\.count).reduce(0, +) == 20)
+        #expect(counts.filter { $0.remote == "*" }.map(\.count).reduce(0, +) == 201)
+        #expect(counts.map(\.count).reduce(0, +) == 270)
+        // A new minute starts a new allowance.
+        fixture.clock.advance(60)
+        _ = gateway.deliverKey(kid: clipKID, token: nil, remote: "10.3.0.1")
+        gateway.flushAudit()
+        #expect(try fixture.store.refusalCounts().contains { $0.remote == "10.3.0.1" })
+    }
+
     @Test func keepsGrantingWithinItsQueueCapWhileTheStoreFailsAndLogsOnce() throws {
         let scratch = try Scratch()
         let writer = FailingAuditWriter(store: try Store(directory: scratch.path + "/data", kek: testKEK))
