@@ -69,7 +69,8 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "Crypto"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport", "ProcessTestSupport"]),
         .testTarget(
-            name: "GatewayTests", dependencies: ["Gateway", "ControlAPI", "HTTPServer", "Store", "CaptureMonitor"]),
+            name: "GatewayTests",
+            dependencies: ["Gateway", "ControlAPI", "HTTPServer", "Store", "CaptureMonitor", "HTTPTestSupport"]),
         // Runs the built `guard-play` binary and checks what it writes with MediaCore; starts real X servers,
         // sound servers and recorders for the capture-detection acceptance tests.
         .testTarget(

@@ -25,6 +25,12 @@ enum MediaRoutes {
                             ("Content-Type", "application/octet-stream"), ("Cache-Control", "no-store"),
                         ]),
                         body: .bytes(key))
+                case .failure(.rateLimited):
+                    let refusal = AccessRefusal.rateLimited
+                    return Problem(
+                        code: refusal.rawValue, title: refusal.title, status: refusal.status, detail: refusal.detail,
+                        retryAfter: gateway.refusalRetryAfter
+                    ).response()
                 case .failure(let refusal):
                     throw refusal
                 }

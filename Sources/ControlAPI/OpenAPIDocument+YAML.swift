@@ -51,7 +51,7 @@ extension OpenAPIDocument {
             get:
               tags: [ops]
               operationId: getReadiness
-              summary: The gateway takes traffic; 503 while it drains before stopping.
+              summary: "The gateway takes traffic; 503 while it drains before stopping, or while its audit log cannot be written (reason says why)."
               security: []
               responses:
                 "200":
@@ -61,7 +61,7 @@ extension OpenAPIDocument {
                       schema:
                         $ref: "#/components/schemas/Status"
                 "503":
-                  description: Draining.
+                  description: Draining, or not ready (status not-ready, with the reason).
                   content:
                     application/json:
                       schema:
@@ -260,7 +260,7 @@ extension OpenAPIDocument {
               tags: [sessions]
               operationId: streamSessionEvents
               summary: "Server-Sent Events: capture-state (first, then on every change), command, and revoked (last)."
-              description: "Needs the control scope or the session's own token. Each event's data is one line of JSON."
+              description: "Needs the control scope or the session's own token. Each event's data is one line of JSON. Streams are capped per session (4), per token and in all: 429 over a session's or a token's cap, 503 over the gateway's, both with Retry-After."
               security:
                 - bearerAuth: []
                 - sessionToken: []
@@ -277,14 +277,18 @@ extension OpenAPIDocument {
                   $ref: "#/components/responses/Problem"
                 "404":
                   $ref: "#/components/responses/Problem"
+                "429":
+                  $ref: "#/components/responses/RetryLater"
+                "503":
+                  $ref: "#/components/responses/RetryLater"
                 default:
                   $ref: "#/components/responses/Problem"
           /v1/keys/{kid}:
             get:
               tags: [media]
               operationId: getKey
-              summary: A content key for the holder of a valid session token; never cached. Every grant and refusal is audited.
-              description: "401 when the token is missing, malformed, tampered with or expired; 403 when it is for another asset, its session is revoked or unknown, or the asset denies keys while the session is capturing or its capture state is unknown. The problem's type says which."
+              summary: A content key for the holder of a valid session token; never cached. Every grant and every refusal of a valid token is audited; refusals without one are counted per minute, reason and client address.
+              description: "401 when the token is missing, malformed, tampered with or expired; 403 when it is for another asset, its session is revoked or unknown, or the asset denies keys while the session is capturing or its capture state is unknown. The problem's type says which. 429 (rate-limited, with Retry-After) when the client address was refused too often; a grant is never rate-limited."
               security: []
               parameters:
                 - name: kid
@@ -316,8 +320,8 @@ extension OpenAPIDocument {
                   $ref: "#/components/responses/Problem"
                 "404":
                   $ref: "#/components/responses/Problem"
-                "503":
-                  $ref: "#/components/responses/Problem"
+                "429":
+                  $ref: "#/components/responses/RetryLater"
                 default:
                   $ref: "#/components/responses/Problem"
           /v1/hls/{asset}/{name}:
@@ -805,6 +809,19 @@ extension OpenAPIDocument {
                 application/problem+json:
                   schema:
                     $ref: "#/components/schemas/Problem"
+            RetryLater:
+              description: A problem detail for a request to repeat later, no sooner than Retry-After says.
+              headers:
+                Retry-After:
+                  required: true
+                  description: Seconds to wait.
+                  schema:
+                    type: integer
+                    minimum: 1
+              content:
+                application/problem+json:
+                  schema:
+                    $ref: "#/components/schemas/Problem"
             Media:
               description: A playlist or a segment (or, for 206, the requested bytes of it).
               content:
@@ -870,7 +887,10 @@ extension OpenAPIDocument {
               properties:
                 status:
                   type: string
-                  enum: [live, ready, draining]
+                  enum: [live, ready, draining, not-ready]
+                reason:
+                  type: string
+                  description: Why the gateway is not ready, such as an audit store that cannot be written.
             Timestamp:
               type: string
               format: date-time

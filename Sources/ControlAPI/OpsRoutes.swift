@@ -3,15 +3,20 @@ import HTTPServer
 
 /// `/livez`, `/readyz`, `/metrics` and the OpenAPI document.
 enum OpsRoutes {
-    static func routes(state: ServiceState, metrics: Metrics) -> [Route] {
+    /// The ops routes; `unready` says why the service should not take traffic (nil when it should).
+    static func routes(
+        state: ServiceState, metrics: Metrics, unready: @escaping @Sendable () -> String? = { nil }
+    ) -> [Route] {
         [
             Route("GET", "/livez", access: .open) { _ in
                 JSON.object(["status": "live"]).response()
             },
             Route("GET", "/readyz", access: .open) { _ in
-                state.isDraining
-                    ? JSON.object(["status": "draining"]).response(status: 503)
-                    : JSON.object(["status": "ready"]).response()
+                if state.isDraining { return JSON.object(["status": "draining"]).response(status: 503) }
+                if let reason = unready() {
+                    return JSON.object(["status": "not-ready", "reason": .string(reason)]).response(status: 503)
+                }
+                return JSON.object(["status": "ready"]).response()
             },
             Route("GET", "/metrics", access: .open) { _ in
                 HTTPResponse(

@@ -13,14 +13,20 @@ public struct Problem: Sendable, Equatable {
     public let detail: String
     /// Extra members (`allow`, `reason`…).
     public let extensions: [(String, JSON)]
+    /// Seconds the client should wait before trying again, sent as `Retry-After` (429 and 503).
+    public let retryAfter: Int?
 
     /// A problem with its code, title, status and detail.
-    public init(code: String, title: String, status: Int, detail: String, extensions: [(String, JSON)] = []) {
+    public init(
+        code: String, title: String, status: Int, detail: String, extensions: [(String, JSON)] = [],
+        retryAfter: Int? = nil
+    ) {
         self.code = code
         self.title = title
         self.status = status
         self.detail = detail
         self.extensions = extensions
+        self.retryAfter = retryAfter
     }
 
     public static func == (lhs: Problem, rhs: Problem) -> Bool {
@@ -41,6 +47,7 @@ public struct Problem: Sendable, Equatable {
         var headers = headers
         headers.set("Content-Type", "application/problem+json")
         headers.set("Cache-Control", "no-store")
+        if let retryAfter { headers.set("Retry-After", String(retryAfter)) }
         return HTTPResponse(status: status, headers: headers, body: .bytes(json.serialized))
     }
 }
@@ -69,6 +76,15 @@ public struct APIProblem: ProblemConvertible, Sendable {
     public static func invalid(_ detail: String) -> APIProblem {
         APIProblem(422, "invalid-field", "Invalid field", detail)
     }
+
+    /// 429 or 503 with `Retry-After`: the client should come back later.
+    public static func later(_ status: Int, _ code: String, _ title: String, _ detail: String, retryAfter: Int)
+        -> APIProblem
+    {
+        APIProblem(problem: Problem(code: code, title: title, status: status, detail: detail, retryAfter: retryAfter))
+    }
+
+    private init(problem: Problem) { self.problem = problem }
 
     /// 404: nothing here.
     public static func notFound(_ detail: String) -> APIProblem {

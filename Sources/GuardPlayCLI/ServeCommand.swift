@@ -38,6 +38,12 @@ enum ServeCommand {
           --body-timeout DURATION time a client has to send a request body after its header (default 30s)
           --max-body BYTES        largest request body (default 65536)
           --drain DURATION        time /readyz reports draining before the server stops (default 5s)
+          --audit-retention DURATION
+                                  how long audit records are kept; older ones are pruned (default 30d)
+          --trusted-proxy CIDR    a proxy whose X-Forwarded-For names the client, for the audit log and
+                                  the per-client limits (repeatable; an address or range such as 10.0.0.0/8)
+          --max-streams N         event streams open at most, below --connection-limit so the rest stay
+                                  for other requests (default three quarters of the connection limit)
           --check-config          check the configuration and exit
         """
 
@@ -49,6 +55,12 @@ enum ServeCommand {
         }
         let configuration = try ServeConfiguration.load(parsed)
         try configuration.checkDirectoriesApart()
+        if let streams = configuration.maxStreams, streams >= configuration.connectionLimit {
+            throw CLIError(
+                .badValue,
+                "--max-streams \(streams) must be below --connection-limit "
+                    + "\(configuration.connectionLimit), so other requests keep connections of their own")
+        }
         if parsed.has("check-config") {
             print(
                 "configuration ok: listen \(configuration.host):\(configuration.port), data \(configuration.dataDirectory)"
@@ -80,7 +92,8 @@ enum ServeCommand {
                 configuration: GatewayConfiguration(
                     dataDirectory: configuration.dataDirectory, inputRoot: configuration.inputRoot,
                     importRoots: configuration.importRoots, sessionTTL: configuration.sessionTTL,
-                    captureLease: configuration.captureLease, jobWorkers: configuration.jobWorkers),
+                    captureLease: configuration.captureLease, jobWorkers: configuration.jobWorkers
+                ).withAuditAndStreamLimits(of: configuration),
                 store: store, kek: kek, engine: PackagerEngine(), log: log)
             try gateway.start()
         } catch {
@@ -139,9 +152,25 @@ enum ServeCommand {
 extension ServeConfiguration {
     /// The HTTP server's address and limits.
     func httpServer(log: @escaping @Sendable (String) -> Void) -> HTTPServerConfiguration {
-        HTTPServerConfiguration(
+        var server = HTTPServerConfiguration(
             host: host, port: port, threads: threads, connectionLimit: connectionLimit,
             perClientConnectionLimit: perIPConnectionLimit, idleTimeoutSeconds: Int(idleTimeout.rounded(.up)),
             headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, maxBodyBytes: maxBodyBytes, log: log)
+        if case .success(let proxies) = TrustedProxies.parse(trustedProxies) { server.trustedProxies = proxies }
+        return server
+    }
+
+    /// Event streams open at most: as configured, or three quarters of the connection limit, so a
+    /// quarter of the connections stays for requests that are not streams.
+    var streamLimit: Int { maxStreams ?? connectionLimit * 3 / 4 }
+}
+
+extension GatewayConfiguration {
+    /// This configuration with the audit retention and the stream limit `serve` was given.
+    func withAuditAndStreamLimits(of serve: ServeConfiguration) -> GatewayConfiguration {
+        var configuration = self
+        configuration.auditRetention = serve.auditRetention
+        configuration.maxStreams = serve.streamLimit
+        return configuration
     }
 }
