@@ -29,6 +29,39 @@ import Testing
         #expect(!verify.stderr.contains("guardplay.service:"), "\(verify.stderr)")
     }
 
+    /// The unit's sandbox, as `systemd-analyze security` rates it (5.6 MEDIUM before), and its KEK
+    /// credential, which the example configuration leaves the gateway to find.
+    @Test func theSystemdUnitIsSandboxedAndPassesTheKEKAsACredential() throws {
+        let unit = Self.deploy.appendingPathComponent("guardplay.service").path
+        let analysis = try run("/usr/bin/systemd-analyze", ["security", "--offline=yes", "--no-pager", unit])
+        let prefix = "Overall exposure level for guardplay.service: "
+        let line = try #require(
+            analysis.stdout.split(separator: "\n").first { $0.contains(prefix) }, "\(analysis.stdout)\(analysis.stderr)"
+        )
+        let exposure = try #require(Double(line.components(separatedBy: prefix)[1].prefix { $0 != " " }), "\(line)")
+        #expect(exposure < 2.0, "\(analysis.stdout)")
+        let text = try String(contentsOfFile: unit, encoding: .utf8)
+        for directive in [
+            "CapabilityBoundingSet=\n", "SystemCallFilter=@system-service\n", "SystemCallFilter=~@privileged\n",
+            "ProtectClock=yes\n", "ProtectKernelLogs=yes\n", "ProtectProc=invisible\n", "PrivateUsers=yes\n",
+            "IPAddressDeny=any\n", "IPAddressAllow=localhost\n", "LoadCredential=kek:/etc/guardplay/kek\n",
+        ] {
+            #expect(text.contains("\n" + directive), "\(directive)")
+        }
+        // What systemd hands the service for that line: $CREDENTIALS_DIRECTORY/kek, root's, mode 0440
+        // (0400 and an ACL for the service's user); the example configuration takes it from there.
+        let credentials = try TemporaryDirectory()
+        let kek = credentials.path("kek")
+        try (String(repeating: "0123456789abcdef", count: 4) + "\n").write(
+            toFile: kek, atomically: true, encoding: .utf8)
+        try #require(chown(kek, 0, 0) == 0 && chmod(kek, 0o440) == 0)
+        let checked = try guardPlay(
+            ["serve", "--config", Self.deploy.appendingPathComponent("guardplay.conf").path, "--check-config"],
+            environment: ["CREDENTIALS_DIRECTORY": credentials.url.path])
+        #expect(checked.status == 0, "\(checked.stderr)")
+        #expect(checked.stdout.contains(", kek \(kek)\n"), "\(checked.stdout)")
+    }
+
     @Test func nginxAcceptsTheFrontConfigurationAndCachesSegmentsButNeverKeys() throws {
         let server = try GatewayServer()
         let admin = try server.token("admin")
