@@ -300,6 +300,18 @@ func fileText(_ path: String) -> String {
     (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
 }
 
+/// The port `process` says it listens on in its log at `logPath`, waited for 30 s at most; throws when
+/// it exits first or says nothing.
+func listeningPort(of process: SpawnedProcess, log logPath: String) throws -> UInt16 {
+    var listening: UInt16?
+    _ = eventually(timeout: 30) {
+        listening = listeningPort(in: fileText(logPath))
+        return listening != nil || !process.isRunning
+    }
+    guard let listening else { throw RawClientError("no 'listening on' line: \(fileText(logPath))") }
+    return listening
+}
+
 /// The port in the first complete `listening on http://HOST:PORT` line of `text`, or nil.
 func listeningPort(in text: String) -> UInt16? {
     guard let range = text.range(of: "listening on http://") else { return nil }

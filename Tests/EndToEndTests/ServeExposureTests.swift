@@ -96,12 +96,7 @@ import Testing
         let process = try SpawnedProcess(
             player + ["--control", "0.0.0.0:0", "--control-public", "--data", data], errors: logPath)
         defer { process.end(grace: 1) }
-        var listening: UInt16?
-        _ = eventually(timeout: 30) {
-            listening = listeningPort(in: fileText(logPath))
-            return listening != nil || !process.isRunning
-        }
-        let port = try #require(listening, "the player did not start listening: \(fileText(logPath))")
+        let port = try listeningPort(of: process, log: logPath)
         #expect(try exchange(port: port, "GET", "/v1/player").status == 401)
         #expect(fileText(logPath).contains("warning: listening on 0.0.0.0 over plain HTTP"), "\(fileText(logPath))")
     }
