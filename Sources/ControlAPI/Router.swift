@@ -372,11 +372,28 @@ public final class Router: Sendable {
         return options.corsOrigins.contains(origin) ? origin : nil
     }
 
-    /// Adds the CORS response fields for an allowed origin: the origin echoed (or `*` when any origin
-    /// is allowed, which never comes with credentials), and the fields hls.js reads.
+    /// Adds the CORS response fields, and `Vary: Origin` only when they depend on the request's
+    /// `Origin`, so a cache (nginx's segment cache) keeps one copy whatever `Origin` says:
+    /// - no CORS origins: no fields, no `Vary`;
+    /// - `*`, or a single origin: `Access-Control-Allow-Origin` with that value on every response, with
+    ///   or without an `Origin` (a browser on another origin sees the mismatch and refuses it);
+    /// - several origins: the allowed origin echoed, and `Vary: Origin` on every response, those
+    ///   without `Access-Control-Allow-Origin` too (otherwise a cached copy without the field would
+    ///   be served to an allowed origin).
+    /// `*` never comes with credentials. The other field is what hls.js reads.
     private func applyCORS(_ request: HTTPRequest, to response: inout HTTPResponse) {
-        response.headers.add("Vary", "Origin")
-        guard let origin = allowedOrigin(request) else { return }
+        let origins = options.corsOrigins
+        let origin: String
+        if origins.contains("*") {
+            origin = "*"
+        } else if origins.count == 1 {
+            origin = origins[0]
+        } else {
+            guard !origins.isEmpty else { return }
+            response.headers.add("Vary", "Origin")
+            guard let allowed = allowedOrigin(request) else { return }
+            origin = allowed
+        }
         response.headers.set("Access-Control-Allow-Origin", origin)
         response.headers.set("Access-Control-Expose-Headers", "Content-Length, Content-Range, Accept-Ranges, Location")
     }

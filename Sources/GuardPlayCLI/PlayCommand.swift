@@ -41,7 +41,10 @@ enum PlayCommand {
           --control HOST:PORT          serve the player's REST control API there (GET /v1/player, POST
                                        /v1/player/{pause,resume,seek}, PUT /v1/player/capture-state,
                                        /v1/player/events); it adds the remote capture source, and takes
-                                       API tokens (scope control) from --data
+                                       API tokens (scope control) from --data; HOST must be a
+                                       loopback address unless --control-public is given
+          --control-public             allow --control on an address other hosts can reach (plain
+                                       HTTP: tokens cross the network unencrypted)
           --data DIR                   the gateway data directory holding API tokens (default ./guard-data)
           Keys on a terminal or in the window: space pause, ←/→ seek 5 s, m mute, r toggle simulated
           recording, q quit.
@@ -53,6 +56,7 @@ enum PlayCommand {
         .init("volume"), .init("mute", .flag), .init("no-audio", .flag), .init("no-video", .flag), .init("loop"),
         .init("status"), .init("threads"), .init("video-out"), .init("capture-source"), .init("poll-interval"),
         .init("recorders", repeatable: true), .init("control"), .init("data"),
+        .init("control-public", .flag),
     ]
 
     /// What the command line asked for, checked.
@@ -204,10 +208,18 @@ enum PlayCommand {
         if let address = parsed.value("control") {
             var configuration = ServeConfiguration()
             try configuration.set("listen", address, source: "--control")
+            if !ServeCommand.isLoopback(configuration.host) && !parsed.has("control-public") {
+                throw CLIError(
+                    .usage,
+                    "--control \(address) is not a loopback address: the control API would be reachable from "
+                        + "the network over plain HTTP; listen on 127.0.0.1, or add --control-public to mean it")
+            }
             if let data = parsed.value("data") { try configuration.set("data", data, source: "--data") }
             control = configuration
         } else if parsed.has("data") {
             throw CLIError(.usage, "--data is only used with --control")
+        } else if parsed.has("control-public") {
+            throw CLIError(.usage, "--control-public is only used with --control")
         }
         return Request(
             player: player, scheduled: scheduled, policy: policy, status: status, capture: capture,

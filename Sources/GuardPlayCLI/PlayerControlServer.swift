@@ -29,6 +29,10 @@ enum PlayerControlServer {
         let server = GatewayAPI.server(configuration: configuration.httpServer(log: log), router: router)
         do { try server.start() } catch { throw CLIError(.failure, "--control: \(error)") }
         log("listening on http://\(ServeCommand.urlHost(configuration.host)):\(server.port)")
+        if !ServeCommand.isLoopback(configuration.host) {
+            // Only with --control-public: PlayCommand refuses such an address otherwise.
+            log("warning: listening on \(configuration.host) over plain HTTP: tokens cross the network unencrypted")
+        }
         return server
     }
 }

@@ -17,7 +17,8 @@ enum ServeCommand {
         options (each may also be a `key = value` line in --config FILE):
           --listen HOST:PORT      address to listen on (default 127.0.0.1:8080; port 0 picks one)
           --data DIR              database, KEK file and packaged assets (default ./guard-data)
-          --kek-file FILE         key-encryption key file, created 0600 when missing (default DATA/kek);
+          --kek-file FILE         key-encryption key file, created 0600 when missing (default: systemd's
+                                  credential $CREDENTIALS_DIRECTORY/kek when there is one, else DATA/kek);
                                   the GUARDPLAY_KEK environment variable (64 hex digits) overrides it
           --public-url URL        base of the playback URLs sessions return (default: the request's Host)
           --cors-origin ORIGIN    an origin browsers may call from (repeatable; * allows any, never with
@@ -62,8 +63,11 @@ enum ServeCommand {
                     + "\(configuration.connectionLimit), so other requests keep connections of their own")
         }
         if parsed.has("check-config") {
+            // The checks a real start makes on the KEK, with the same message, so a unit does not
+            // pass ExecStartPre and then restart-loop.
+            let source = try checkKEK(configuration)
             print(
-                "configuration ok: listen \(configuration.host):\(configuration.port), data \(configuration.dataDirectory)"
+                "configuration ok: listen \(configuration.host):\(configuration.port), data \(configuration.dataDirectory), kek \(source)"
             )
             return .success
         }
@@ -111,6 +115,11 @@ enum ServeCommand {
         // Written straight to the descriptor (not buffered) so a supervisor or test sees it at once.
         FileHandle.standardOutput.write(
             Data("guard-play serve: listening on http://\(urlHost(configuration.host)):\(server.port)\n".utf8))
+        if !isLoopback(configuration.host) {
+            log(
+                "warning: listening on \(configuration.host) over plain HTTP: tokens and keys cross the network "
+                    + "unencrypted; put TLS in front (deploy/nginx) and listen on 127.0.0.1")
+        }
 
         var received: Int32 = 0
         sigwait(&signals, &received)
@@ -137,13 +146,51 @@ enum ServeCommand {
             throw CLIError(.outputFailed, "cannot create the data directory \(configuration.dataDirectory): \(error)")
         }
         do {
+            let (environment, file, credentials) = kekSource(configuration)
             let kek = try KeyEncryptionKey.load(
-                environmentValue: ProcessInfo.processInfo.environment["GUARDPLAY_KEK"],
-                file: configuration.kekFile ?? configuration.dataDirectory + "/kek")
+                environmentValue: environment, file: file, credentialsDirectory: credentials)
             return (try Store(directory: configuration.dataDirectory, kek: kek), kek)
         } catch {
             throw CLIError(.failure, "\(error)")
         }
+    }
+
+    /// `openStore`'s KEK checks without creating anything; returns where the KEK comes from.
+    static func checkKEK(_ configuration: ServeConfiguration) throws(CLIError) -> String {
+        do {
+            let (environment, file, credentials) = kekSource(configuration)
+            return try KeyEncryptionKey.check(
+                environmentValue: environment, file: file, credentialsDirectory: credentials)
+        } catch {
+            throw CLIError(.failure, "\(error)")
+        }
+    }
+
+    /// Where the KEK comes from: GUARDPLAY_KEK; else --kek-file; else systemd's credential `kek`
+    /// (`LoadCredential=kek:…` puts it at `$CREDENTIALS_DIRECTORY/kek`) when there is one; else DATA/kek.
+    static func kekSource(_ configuration: ServeConfiguration) -> (
+        environment: String?, file: String, credentials: String?
+    ) {
+        let environment = ProcessInfo.processInfo.environment
+        let credentials = environment["CREDENTIALS_DIRECTORY"].flatMap { $0.isEmpty ? nil : $0 }
+        let credential = credentials.map { $0 + "/kek" }.flatMap {
+            FileManager.default.fileExists(atPath: $0) ? $0 : nil
+        }
+        let file = configuration.kekFile ?? credential ?? configuration.dataDirectory + "/kek"
+        return (environment["GUARDPLAY_KEK"], file, credentials)
+    }
+
+    /// Whether `host` is a loopback address (127.0.0.0/8, ::1 or `localhost`): anything else may be
+    /// reachable from the network.
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { Array($0) } == [UInt8](repeating: 0, count: 15) + [1]
+        }
+        return false
     }
 
     static func urlHost(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }

@@ -6,7 +6,7 @@ import Testing
 
 /// The key-encryption key every test gateway runs with (through GUARDPLAY_KEK), so tests can sign
 /// tokens of their own, such as expired ones.
-let testKEKHex = String(repeating: "5a", count: 32)
+let testKEKHex = String(repeating: "5aa5", count: 16)
 
 /// A `guard-play serve` process on a loopback port chosen by the kernel, with its data, inputs and
 /// import root in a temporary directory that outlives restarts. Every wait on it has a deadline: its
@@ -300,10 +300,24 @@ func fileText(_ path: String) -> String {
     (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
 }
 
-/// The port in a complete `listening on http://127.0.0.1:PORT` line of `text`, or nil.
+/// The port `process` says it listens on in its log at `logPath`, waited for 30 s at most; throws when
+/// it exits first or says nothing.
+func listeningPort(of process: SpawnedProcess, log logPath: String) throws -> UInt16 {
+    var listening: UInt16?
+    _ = eventually(timeout: 30) {
+        listening = listeningPort(in: fileText(logPath))
+        return listening != nil || !process.isRunning
+    }
+    guard let listening else { throw RawClientError("no 'listening on' line: \(fileText(logPath))") }
+    return listening
+}
+
+/// The port in the first complete `listening on http://HOST:PORT` line of `text`, or nil.
 func listeningPort(in text: String) -> UInt16? {
-    guard let range = text.range(of: "listening on http://127.0.0.1:") else { return nil }
-    let digits = text[range.upperBound...].prefix { $0.isNumber }
-    guard text[range.upperBound...].dropFirst(digits.count).first == "\n" else { return nil }
+    guard let range = text.range(of: "listening on http://") else { return nil }
+    let line = text[range.upperBound...].prefix { $0 != "\n" }
+    guard line.endIndex < text.endIndex, let colon = line.lastIndex(of: ":") else { return nil }
+    let digits = line[line.index(after: colon)...]
+    guard !digits.isEmpty, digits.allSatisfy(\.isNumber) else { return nil }
     return UInt16(digits)
 }

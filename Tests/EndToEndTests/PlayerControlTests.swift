@@ -21,12 +21,7 @@ import Testing
                 "--control", "127.0.0.1:0", "--data", data,
             ], errors: logPath)
         defer { process.end(grace: 1) }
-        var listening: UInt16?
-        _ = eventually(timeout: 30) {
-            listening = listeningPort(in: fileText(logPath))
-            return listening != nil || !process.isRunning
-        }
-        let port = try #require(listening, "the player did not start listening: \(fileText(logPath))")
+        let port = try listeningPort(of: process, log: logPath)
         let auth = [("Authorization", "Bearer \(token)")]
         func call(_ method: String, _ target: String, _ body: String? = nil) throws -> RawResponse {
             try exchange(
