@@ -41,7 +41,8 @@ enum PlayCommand {
                                        /v1/player/{pause,resume,seek}, PUT /v1/player/capture-state,
                                        /v1/player/events); it adds the remote capture source, and takes
                                        API tokens (scope control) from --data
-          --data DIR                   the gateway data directory holding API tokens (default ./guard-data)
+          --data DIR                   the gateway data directory holding API tokens (required with
+                                       --control; made by guard-play tokens create --data DIR)
           Keys on a terminal or in the window: space pause, ←/→ seek 5 s, m mute, r toggle simulated
           recording, q quit.
         """
@@ -203,7 +204,13 @@ enum PlayCommand {
         if let address = parsed.value("control") {
             var configuration = ServeConfiguration()
             try configuration.set("listen", address, source: "--control")
-            if let data = parsed.value("data") { try configuration.set("data", data, source: "--data") }
+            // No default: a directory made here would hold no tokens, so no client could call in.
+            guard let data = parsed.value("data") else {
+                throw CLIError(
+                    .usage,
+                    "--control needs --data DIR, the gateway data directory holding its API tokens (scope control)")
+            }
+            try configuration.set("data", data, source: "--data")
             control = configuration
         } else if parsed.has("data") {
             throw CLIError(.usage, "--data is only used with --control")
