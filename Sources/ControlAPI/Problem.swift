@@ -56,6 +56,18 @@ public struct Problem: Sendable, Equatable {
 public protocol ProblemConvertible: Error {
     /// The problem to answer with.
     var problem: Problem { get }
+    /// The `WWW-Authenticate` challenge a 401 carries (RFC 9110 §11.6.1), or nil.
+    var challenge: String? { get }
+}
+
+extension ProblemConvertible {
+    public var challenge: String? { nil }
+}
+
+/// The `WWW-Authenticate` value for a bearer-token realm; `invalid` adds RFC 6750's
+/// `error="invalid_token"` for a token that was sent but not accepted.
+func bearerChallenge(realm: String, invalid: Bool) -> String {
+    "Bearer realm=\"\(realm)\"" + (invalid ? ", error=\"invalid_token\"" : "")
 }
 
 /// A problem raised directly by the API layer: bad JSON, a missing field, a bad query.
@@ -113,6 +125,12 @@ extension AccessRefusal: ProblemConvertible {
     public var problem: Problem {
         Problem(code: rawValue, title: title, status: status, detail: detail)
     }
+
+    /// Keys and playlists take session tokens, a realm of their own apart from API tokens.
+    public var challenge: String? {
+        guard status == 401 else { return nil }
+        return bearerChallenge(realm: "guard-play-session", invalid: self != .tokenMissing)
+    }
 }
 
 extension APITokenRefusal: ProblemConvertible {
@@ -130,6 +148,14 @@ extension APITokenRefusal: ProblemConvertible {
             Problem(
                 code: rawValue, title: "Insufficient scope", status: 403,
                 detail: "The API token does not grant the scope this route needs.")
+        }
+    }
+
+    public var challenge: String? {
+        switch self {
+        case .missing: bearerChallenge(realm: "guard-play", invalid: false)
+        case .invalid, .revoked: bearerChallenge(realm: "guard-play", invalid: true)
+        case .insufficientScope: nil
         }
     }
 }

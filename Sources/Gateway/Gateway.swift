@@ -201,7 +201,8 @@ public final class Gateway: Sendable {
                 sessionID: id, remote: remote))
     }
 
-    /// Applies a client's capture report to its session.
+    /// Applies a client's capture report to its session; one observed too far from the gateway's clock
+    /// (`ObservedAtWindow`) is refused with a 422 and counted, and changes nothing.
     public func reportCapture(
         session id: String, capturing: Bool, seq: UInt64, observedAt: Date
     ) throws(GatewayError) -> (outcome: CaptureReportOutcome, session: SessionSnapshot) {
@@ -210,6 +211,10 @@ public final class Gateway: Sendable {
         }
         guard current.record.revokedAt == nil else {
             throw GatewayError(.conflict, code: "session-revoked", detail: "The session was revoked.")
+        }
+        do { try ObservedAtWindow(lease: configuration.captureLease).check(observedAt, now: clock.now()) } catch {
+            metrics.increment("guardplay_capture_reports_total", ["result": "implausible-observed-at"])
+            throw error
         }
         guard let result = sessions.reportCapture(session: id, capturing: capturing, seq: seq, observedAt: observedAt)
         else { throw GatewayError(.notFound, code: "session-not-found", detail: "No session '\(id)'.") }

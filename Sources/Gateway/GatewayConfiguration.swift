@@ -61,3 +61,8 @@ public struct GatewayConfiguration: Sendable {
         self.auditCapacity = auditCapacity
     }
 }
+
+extension GatewayConfiguration {
+    /// The capture lease when none is configured (`--lease`): how long a session's report holds.
+    public static let defaultCaptureLease: TimeInterval = 10
+}

@@ -45,7 +45,8 @@ enum PlayCommand {
                                        loopback address unless --control-public is given
           --control-public             allow --control on an address other hosts can reach (plain
                                        HTTP: tokens cross the network unencrypted)
-          --data DIR                   the gateway data directory holding API tokens (default ./guard-data)
+          --data DIR                   the gateway data directory holding API tokens (required with
+                                       --control; made by guard-play tokens create --data DIR)
           Keys on a terminal or in the window: space pause, ←/→ seek 5 s, m mute, r toggle simulated
           recording, q quit.
         """
@@ -214,7 +215,13 @@ enum PlayCommand {
                     "--control \(address) is not a loopback address: the control API would be reachable from "
                         + "the network over plain HTTP; listen on 127.0.0.1, or add --control-public to mean it")
             }
-            if let data = parsed.value("data") { try configuration.set("data", data, source: "--data") }
+            // No default: a directory made here would hold no tokens, so no client could call in.
+            guard let data = parsed.value("data") else {
+                throw CLIError(
+                    .usage,
+                    "--control needs --data DIR, the gateway data directory holding its API tokens (scope control)")
+            }
+            try configuration.set("data", data, source: "--data")
             control = configuration
         } else if parsed.has("data") {
             throw CLIError(.usage, "--data is only used with --control")

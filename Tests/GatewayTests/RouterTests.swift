@@ -195,7 +195,7 @@ extension HTTPResponse {
         #expect(stale.json?["applied"] == false && stale.json?["capture"]?["state"] == "capturing")
         let viaControl = api.call(
             "PUT", "/v1/sessions/\(id)/capture-state", token: api.controlToken,
-            body: #"{"capturing":false,"seq":3,"observedAt":"2027-01-15T08:00:01.5+01:00"}"#)
+            body: #"{"capturing":false,"seq":3,"observedAt":"2027-01-15T09:00:01.5+01:00"}"#)
         #expect(viaControl.json?["capture"]?["state"] == "clear")
         // Another session's token is not enough.
         let (_, otherToken) = try api.session()
@@ -222,7 +222,7 @@ extension HTTPResponse {
         }
         let opening = String(decoding: stream.takePending(), as: UTF8.self)
         #expect(opening.hasPrefix("retry: 3000\n\nevent: capture-state\ndata: {\"state\":\"unknown\""))
-        _ = try api.gateway.reportCapture(session: id, capturing: true, seq: 1, observedAt: Date())
+        _ = try api.gateway.reportCapture(session: id, capturing: true, seq: 1, observedAt: api.fixture.clock.now())
         #expect(String(decoding: stream.takePending(), as: UTF8.self).contains("\"state\":\"capturing\""))
         #expect(
             api.call("POST", "/v1/sessions/\(id)/commands", token: api.controlToken, body: #"{"command":"pause"}"#)
