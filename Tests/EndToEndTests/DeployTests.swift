@@ -62,6 +62,94 @@ import Testing
         #expect(checked.stdout.contains(", kek \(kek)\n"), "\(checked.stdout)")
     }
 
+    /// No systemd runs these tests (it is not PID 1 here), so the unit's SystemCallFilter= and
+    /// MemoryDenyWriteExecute= are checked against the gateway itself: as an unprivileged user with
+    /// no capabilities (what DynamicUser= gives it), traced by strace through keys, playback, a
+    /// packaging job and a drain, it makes only system calls the unit's filter lines allow and never
+    /// maps memory both writable and executable.
+    @Test func theGatewayMakesOnlySystemCallsTheUnitAllows() throws {
+        let nobody: uid_t = 65534
+        let traces = try TemporaryDirectory()
+        try #require(chown(traces.url.path, nobody, nobody) == 0, "chown needs root")
+        let trace = traces.path("trace")
+        let server = try GatewayServer(launcher: ["/usr/bin/strace", "-f", "-qq", "-o", trace], user: nobody)
+        let (admin, clip, _, token) = try server.servingClip()
+        #expect(try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").body == clip.key)
+        #expect(try server.call("GET", "/v1/hls/clip/master.m3u8?token=\(token)").status == 200)
+        #expect(try server.call("GET", "/v1/hls/clip/seg0.ts").status == 200)
+        try FileManager.default.copyItem(atPath: fixture("clip.mp4"), toPath: server.inputRoot + "/in.mp4")
+        let job = try server.submitJob(token: admin, input: "in.mp4", asset: "packaged")
+        let finished = try server.pollJob(job, token: admin) {
+            ["succeeded", "failed"].contains($0["state"] as? String)
+        }
+        #expect(finished?["state"] as? String == "succeeded", "\(String(describing: finished))")
+        // strace holds SIGTERM back from itself; the gateway, in its process group, drains and exits.
+        let tracer = try #require(server.process?.pid)
+        kill(-tracer, SIGTERM)
+        #expect(server.waitForExit() == 0, "\(server.log)")
+        var owner = stat()
+        #expect(stat(server.database, &owner) == 0 && owner.st_uid == nobody)
+
+        let unit = try String(
+            contentsOf: Self.deploy.appendingPathComponent("guardplay.service"), encoding: .utf8)
+        let filters = unit.split(separator: "\n").filter { $0.hasPrefix("SystemCallFilter=") }
+            .map { $0.dropFirst("SystemCallFilter=".count) }
+        try #require(filters.first?.hasPrefix("~") == false, "the unit's first filter line must allow")
+        let sets = try Self.systemCallSets()
+        func expand(_ names: some StringProtocol) -> Set<String> {
+            Set(names.split(separator: " ").flatMap { Self.expand(String($0), in: sets) })
+        }
+        var allowed = Set<String>()
+        for filter in filters {
+            if filter.hasPrefix("~") {
+                allowed.subtract(expand(filter.dropFirst()))
+            } else {
+                allowed.formUnion(expand(filter))
+            }
+        }
+        let lines = fileText(trace).split(separator: "\n")
+        let made = Set(
+            lines.compactMap { line -> String? in
+                // "PID name(arguments) = result"; resumed calls ("<... name resumed>") were counted at their start.
+                let call = line.drop { $0 != " " }.drop { $0 == " " }
+                let name = call.prefix { $0.isLetter || $0.isNumber || $0 == "_" }
+                return call.dropFirst(name.count).first == "(" ? String(name) : nil
+            })
+        #expect(made.isSuperset(of: ["accept4", "epoll_wait", "openat", "pwrite64"]), "\(made.sorted())")
+        #expect(
+            made.subtracting(allowed).isEmpty, "calls the unit's filter kills: \(made.subtracting(allowed).sorted())")
+        let writableExecutable = lines.filter {
+            ($0.contains("mmap(") || $0.contains("mprotect(")) && $0.contains("PROT_WRITE") && $0.contains("PROT_EXEC")
+        }
+        #expect(writableExecutable.isEmpty, "\(writableExecutable)")
+    }
+
+    /// systemd's named sets of system calls (`@system-service` and the rest), as `systemd-analyze
+    /// syscall-filter` lists them: a set's members are calls and other sets.
+    static func systemCallSets() throws -> [String: [String]] {
+        let listed = try run("/usr/bin/systemd-analyze", ["syscall-filter", "--no-pager"])
+        try #require(listed.status == 0, "\(listed.stderr)")
+        var sets: [String: [String]] = [:]
+        var current: String?
+        for line in listed.stdout.split(separator: "\n") {
+            let text = line.trimmingCharacters(in: .whitespaces)
+            if text.isEmpty || text.hasPrefix("#") { continue }
+            if !line.hasPrefix(" ") && text.hasPrefix("@") {
+                current = text
+                sets[text] = []
+            } else if let current, let name = text.split(separator: " ").first {
+                sets[current, default: []].append(String(name))
+            }
+        }
+        return sets
+    }
+
+    /// `name` with every set in it expanded to its system calls.
+    static func expand(_ name: String, in sets: [String: [String]]) -> Set<String> {
+        guard name.hasPrefix("@") else { return [name] }
+        return Set((sets[name] ?? []).flatMap { expand($0, in: sets) })
+    }
+
     @Test func nginxAcceptsTheFrontConfigurationAndCachesSegmentsButNeverKeys() throws {
         let server = try GatewayServer()
         let admin = try server.token("admin")
