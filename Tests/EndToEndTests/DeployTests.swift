@@ -301,6 +301,35 @@ import Testing
         #expect(try nginx.statuses("/v1/hls/clip/seg0.ts", count: 150).allSatisfy { $0 == 200 })
     }
 
+    /// One client holds at most 8 event streams through nginx, whose upstream connections all come
+    /// from 127.0.0.1 (where the gateway's per-IP limit is off): the ninth gets 429 at once.
+    @Test func nginxCapsEventStreamsPerClient() throws {
+        let server = try GatewayServer()
+        let (_, _, session, token) = try server.servingClip()
+        let nginx = try NginxFront(upstreamPort: server.port)
+        try nginx.start()
+        defer { nginx.stop() }
+        let target = "/v1/sessions/\(session)/events?token=\(token)"
+        let streams = try (0..<8).map { index in
+            try SpawnedProcess(
+                [
+                    "/usr/bin/curl", "-sN", "--http1.1", "--cacert", nginx.certificate, "-o",
+                    nginx.prefix.path("stream\(index)"), nginx.url(target),
+                ], errors: nginx.prefix.path("stream\(index).err"))
+        }
+        defer { for stream in streams { stream.end(grace: 0) } }
+        // Each stream's first event is the capture state; once all eight have it, all are open.
+        let open = eventually(timeout: 30) {
+            (0..<8).allSatisfy { fileText(nginx.prefix.path("stream\($0)")).contains("capture-state") }
+        }
+        try #require(open, "the eight streams did not open")
+        let ninth = try nginx.get(target, timeout: 10)
+        #expect(ninth.status == 429 && ninth.header("Retry-After") == "1", "\(ninth.status)")
+        #expect(streams.allSatisfy { $0.isRunning })
+        // Other requests from the same client are not held back by its streams.
+        #expect(try nginx.get("/v1/hls/clip/master.m3u8?token=\(token)").status == 200)
+    }
+
     /// Mozilla's "intermediate" TLS: forward-secret AEAD suites only, no session tickets, HSTS.
     @Test func nginxOffersOnlyForwardSecretAEADSuitesAndHSTS() throws {
         let server = try GatewayServer()
