@@ -220,10 +220,7 @@ import Testing
     /// Session tokens travel in query strings (`?token=`): nginx's logs hold none, not even when
     /// the upstream fails, the one error nginx logs with the whole request line.
     @Test func nginxLogsNoSessionTokenEvenWhenTheUpstreamFails() throws {
-        let server = try GatewayServer()
-        let (_, clip, _, token) = try server.servingClip()
-        let nginx = try NginxFront(upstreamPort: server.port)
-        try nginx.start()
+        let (server, nginx, (_, clip, _, token)) = try servingClipBehindNginx()
         defer { nginx.stop() }
         #expect(try nginx.get("/v1/hls/clip/master.m3u8?token=\(token)").status == 200)
         #expect(try nginx.get("/v1/keys/\(clip.kid)?token=\(token)").status == 200)
@@ -249,11 +246,9 @@ import Testing
     /// The gateway varies by Origin only when its answer does: one allowed origin is named to every
     /// caller, so a segment is one cache entry whatever Origin says.
     @Test func nginxServesOneCachedSegmentToEveryOrigin() throws {
-        let server = try GatewayServer(["--cors-origin", "https://player.example"])
-        _ = try server.servingClip()
-        let nginx = try NginxFront(upstreamPort: server.port)
-        try nginx.start()
-        defer { nginx.stop() }
+        let (server, nginx, _) = try servingClipBehindNginx(["--cors-origin", "https://player.example"])
+        // The gateway lives until nginx stops.
+        defer { withExtendedLifetime(server) { nginx.stop() } }
         let answers = try (0..<10).map {
             try nginx.get("/v1/hls/clip/seg1.ts", headers: ["Origin: https://r\($0).invalid"])
         }
@@ -270,10 +265,7 @@ import Testing
 
     /// Past its burst a client gets 429 with Retry-After from nginx, and the gateway sees none of them.
     @Test func nginxLimitsKeysLicencesAndTheAPIPerClient() throws {
-        let server = try GatewayServer()
-        let (admin, clip, _, token) = try server.servingClip()
-        let nginx = try NginxFront(upstreamPort: server.port)
-        try nginx.start()
+        let (server, nginx, (admin, clip, _, token)) = try servingClipBehindNginx()
         defer { nginx.stop() }
         let grantsBefore = try keyGrants(server)
         let keys = try nginx.statuses("/v1/keys/\(clip.kid)?token=\(token)", count: 100)
@@ -304,11 +296,8 @@ import Testing
     /// One client holds at most 8 event streams through nginx, whose upstream connections all come
     /// from 127.0.0.1 (where the gateway's per-IP limit is off): the ninth gets 429 at once.
     @Test func nginxCapsEventStreamsPerClient() throws {
-        let server = try GatewayServer()
-        let (_, _, session, token) = try server.servingClip()
-        let nginx = try NginxFront(upstreamPort: server.port)
-        try nginx.start()
-        defer { nginx.stop() }
+        let (server, nginx, (_, _, session, token)) = try servingClipBehindNginx()
+        defer { withExtendedLifetime(server) { nginx.stop() } }
         let target = "/v1/sessions/\(session)/events?token=\(token)"
         let streams = try (0..<8).map { index in
             try SpawnedProcess(
@@ -361,6 +350,17 @@ import Testing
         for target in ["/readyz", "/v1/openapi.json", "/v1/hls/clip/seg0.ts", "/metrics"] {
             #expect(try nginx.get(target).header("Strict-Transport-Security") == "max-age=63072000", "\(target)")
         }
+    }
+
+    /// A gateway serving the clip (`GatewayServer.servingClip`) with nginx started in front of it.
+    func servingClipBehindNginx(_ arguments: [String] = []) throws -> (
+        GatewayServer, NginxFront, (admin: String, clip: TestAsset, session: String, token: String)
+    ) {
+        let server = try GatewayServer(arguments)
+        let serving = try server.servingClip()
+        let nginx = try NginxFront(upstreamPort: server.port)
+        try nginx.start()
+        return (server, nginx, serving)
     }
 
     func keyGrants(_ server: GatewayServer) throws -> Int {
