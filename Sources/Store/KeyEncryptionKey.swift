@@ -73,10 +73,11 @@ public struct KeyEncryptionKey: Sendable {
         }
         // A credential's group bits are the ACL mask (read for the service's user): only write counts.
         guard info.st_mode & (credential ? 0o027 : 0o077) == 0 else {
+            let access = info.st_mode & 0o022 != 0 ? "writable" : "readable"
             throw StoreError(
                 operation: operation,
-                message: "the file is readable by others (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it"
-            )
+                message:
+                    "the file is \(access) by others (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it")
         }
         let owner = geteuid()
         guard info.st_uid == owner || (credential && info.st_uid == 0) else {
@@ -110,7 +111,7 @@ public struct KeyEncryptionKey: Sendable {
     /// other write bit) without the sticky bit: such a user could put another key in its place.
     /// `/tmp` (mode 1777) passes. Checks the resolved directory and every one above it; one that does
     /// not exist yet (the data directory before the first start) is skipped.
-    static func checkDirectories(above path: String) throws(StoreError) {
+    private static func checkDirectories(above path: String) throws(StoreError) {
         var directory = URL(fileURLWithPath: path).deletingLastPathComponent().resolvingSymlinksInPath()
         while true {
             var info = stat()

@@ -62,6 +62,94 @@ import Testing
         #expect(checked.stdout.contains(", kek \(kek)\n"), "\(checked.stdout)")
     }
 
+    /// No systemd runs these tests (it is not PID 1 here), so the unit's SystemCallFilter= and
+    /// MemoryDenyWriteExecute= are checked against the gateway itself: as an unprivileged user with
+    /// no capabilities (what DynamicUser= gives it), traced by strace through keys, playback, a
+    /// packaging job and a drain, it makes only system calls the unit's filter lines allow and never
+    /// maps memory both writable and executable.
+    @Test func theGatewayMakesOnlySystemCallsTheUnitAllows() throws {
+        let nobody: uid_t = 65534
+        let traces = try TemporaryDirectory()
+        try #require(chown(traces.url.path, nobody, nobody) == 0, "chown needs root")
+        let trace = traces.path("trace")
+        let server = try GatewayServer(launcher: ["/usr/bin/strace", "-f", "-qq", "-o", trace], user: nobody)
+        let (admin, clip, _, token) = try server.servingClip()
+        #expect(try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").body == clip.key)
+        #expect(try server.call("GET", "/v1/hls/clip/master.m3u8?token=\(token)").status == 200)
+        #expect(try server.call("GET", "/v1/hls/clip/seg0.ts").status == 200)
+        try FileManager.default.copyItem(atPath: fixture("clip.mp4"), toPath: server.inputRoot + "/in.mp4")
+        let job = try server.submitJob(token: admin, input: "in.mp4", asset: "packaged")
+        let finished = try server.pollJob(job, token: admin) {
+            ["succeeded", "failed"].contains($0["state"] as? String)
+        }
+        #expect(finished?["state"] as? String == "succeeded", "\(String(describing: finished))")
+        // strace holds SIGTERM back from itself; the gateway, in its process group, drains and exits.
+        let tracer = try #require(server.process?.pid)
+        kill(-tracer, SIGTERM)
+        #expect(server.waitForExit() == 0, "\(server.log)")
+        var owner = stat()
+        #expect(stat(server.database, &owner) == 0 && owner.st_uid == nobody)
+
+        let unit = try String(
+            contentsOf: Self.deploy.appendingPathComponent("guardplay.service"), encoding: .utf8)
+        let filters = unit.split(separator: "\n").filter { $0.hasPrefix("SystemCallFilter=") }
+            .map { $0.dropFirst("SystemCallFilter=".count) }
+        try #require(filters.first?.hasPrefix("~") == false, "the unit's first filter line must allow")
+        let sets = try Self.systemCallSets()
+        func expand(_ names: some StringProtocol) -> Set<String> {
+            Set(names.split(separator: " ").flatMap { Self.expand(String($0), in: sets) })
+        }
+        var allowed = Set<String>()
+        for filter in filters {
+            if filter.hasPrefix("~") {
+                allowed.subtract(expand(filter.dropFirst()))
+            } else {
+                allowed.formUnion(expand(filter))
+            }
+        }
+        let lines = fileText(trace).split(separator: "\n")
+        let made = Set(
+            lines.compactMap { line -> String? in
+                // "PID name(arguments) = result"; resumed calls ("<... name resumed>") were counted at their start.
+                let call = line.drop { $0 != " " }.drop { $0 == " " }
+                let name = call.prefix { $0.isLetter || $0.isNumber || $0 == "_" }
+                return call.dropFirst(name.count).first == "(" ? String(name) : nil
+            })
+        #expect(made.isSuperset(of: ["accept4", "epoll_wait", "openat", "pwrite64"]), "\(made.sorted())")
+        #expect(
+            made.subtracting(allowed).isEmpty, "calls the unit's filter kills: \(made.subtracting(allowed).sorted())")
+        let writableExecutable = lines.filter {
+            ($0.contains("mmap(") || $0.contains("mprotect(")) && $0.contains("PROT_WRITE") && $0.contains("PROT_EXEC")
+        }
+        #expect(writableExecutable.isEmpty, "\(writableExecutable)")
+    }
+
+    /// systemd's named sets of system calls (`@system-service` and the rest), as `systemd-analyze
+    /// syscall-filter` lists them: a set's members are calls and other sets.
+    static func systemCallSets() throws -> [String: [String]] {
+        let listed = try run("/usr/bin/systemd-analyze", ["syscall-filter", "--no-pager"])
+        try #require(listed.status == 0, "\(listed.stderr)")
+        var sets: [String: [String]] = [:]
+        var current: String?
+        for line in listed.stdout.split(separator: "\n") {
+            let text = line.trimmingCharacters(in: .whitespaces)
+            if text.isEmpty || text.hasPrefix("#") { continue }
+            if !line.hasPrefix(" ") && text.hasPrefix("@") {
+                current = text
+                sets[text] = []
+            } else if let current, let name = text.split(separator: " ").first {
+                sets[current, default: []].append(String(name))
+            }
+        }
+        return sets
+    }
+
+    /// `name` with every set in it expanded to its system calls.
+    static func expand(_ name: String, in sets: [String: [String]]) -> Set<String> {
+        guard name.hasPrefix("@") else { return [name] }
+        return Set((sets[name] ?? []).flatMap { expand($0, in: sets) })
+    }
+
     @Test func nginxAcceptsTheFrontConfigurationAndCachesSegmentsButNeverKeys() throws {
         let server = try GatewayServer()
         let admin = try server.token("admin")
@@ -132,10 +220,7 @@ import Testing
     /// Session tokens travel in query strings (`?token=`): nginx's logs hold none, not even when
     /// the upstream fails, the one error nginx logs with the whole request line.
     @Test func nginxLogsNoSessionTokenEvenWhenTheUpstreamFails() throws {
-        let server = try GatewayServer()
-        let (_, clip, _, token) = try server.servingClip()
-        let nginx = try NginxFront(upstreamPort: server.port)
-        try nginx.start()
+        let (server, nginx, (_, clip, _, token)) = try servingClipBehindNginx()
         defer { nginx.stop() }
         #expect(try nginx.get("/v1/hls/clip/master.m3u8?token=\(token)").status == 200)
         #expect(try nginx.get("/v1/keys/\(clip.kid)?token=\(token)").status == 200)
@@ -161,11 +246,9 @@ import Testing
     /// The gateway varies by Origin only when its answer does: one allowed origin is named to every
     /// caller, so a segment is one cache entry whatever Origin says.
     @Test func nginxServesOneCachedSegmentToEveryOrigin() throws {
-        let server = try GatewayServer(["--cors-origin", "https://player.example"])
-        _ = try server.servingClip()
-        let nginx = try NginxFront(upstreamPort: server.port)
-        try nginx.start()
-        defer { nginx.stop() }
+        let (server, nginx, _) = try servingClipBehindNginx(["--cors-origin", "https://player.example"])
+        // The gateway lives until nginx stops.
+        defer { withExtendedLifetime(server) { nginx.stop() } }
         let answers = try (0..<10).map {
             try nginx.get("/v1/hls/clip/seg1.ts", headers: ["Origin: https://r\($0).invalid"])
         }
@@ -182,10 +265,7 @@ import Testing
 
     /// Past its burst a client gets 429 with Retry-After from nginx, and the gateway sees none of them.
     @Test func nginxLimitsKeysLicencesAndTheAPIPerClient() throws {
-        let server = try GatewayServer()
-        let (admin, clip, _, token) = try server.servingClip()
-        let nginx = try NginxFront(upstreamPort: server.port)
-        try nginx.start()
+        let (server, nginx, (admin, clip, _, token)) = try servingClipBehindNginx()
         defer { nginx.stop() }
         let grantsBefore = try keyGrants(server)
         let keys = try nginx.statuses("/v1/keys/\(clip.kid)?token=\(token)", count: 100)
@@ -211,6 +291,32 @@ import Testing
         #expect(api.suffix(30).allSatisfy { $0 == 429 }, "\(api)")
         // Segments come from the cache and are not limited.
         #expect(try nginx.statuses("/v1/hls/clip/seg0.ts", count: 150).allSatisfy { $0 == 200 })
+    }
+
+    /// One client holds at most 8 event streams through nginx, whose upstream connections all come
+    /// from 127.0.0.1 (where the gateway's per-IP limit is off): the ninth gets 429 at once.
+    @Test func nginxCapsEventStreamsPerClient() throws {
+        let (server, nginx, (_, _, session, token)) = try servingClipBehindNginx()
+        defer { withExtendedLifetime(server) { nginx.stop() } }
+        let target = "/v1/sessions/\(session)/events?token=\(token)"
+        let streams = try (0..<8).map { index in
+            try SpawnedProcess(
+                [
+                    "/usr/bin/curl", "-sN", "--http1.1", "--cacert", nginx.certificate, "-o",
+                    nginx.prefix.path("stream\(index)"), nginx.url(target),
+                ], errors: nginx.prefix.path("stream\(index).err"))
+        }
+        defer { for stream in streams { stream.end(grace: 0) } }
+        // Each stream's first event is the capture state; once all eight have it, all are open.
+        let open = eventually(timeout: 30) {
+            (0..<8).allSatisfy { fileText(nginx.prefix.path("stream\($0)")).contains("capture-state") }
+        }
+        try #require(open, "the eight streams did not open")
+        let ninth = try nginx.get(target, timeout: 10)
+        #expect(ninth.status == 429 && ninth.header("Retry-After") == "1", "\(ninth.status)")
+        #expect(streams.allSatisfy { $0.isRunning })
+        // Other requests from the same client are not held back by its streams.
+        #expect(try nginx.get("/v1/hls/clip/master.m3u8?token=\(token)").status == 200)
     }
 
     /// Mozilla's "intermediate" TLS: forward-secret AEAD suites only, no session tickets, HSTS.
@@ -244,6 +350,17 @@ import Testing
         for target in ["/readyz", "/v1/openapi.json", "/v1/hls/clip/seg0.ts", "/metrics"] {
             #expect(try nginx.get(target).header("Strict-Transport-Security") == "max-age=63072000", "\(target)")
         }
+    }
+
+    /// A gateway serving the clip (`GatewayServer.servingClip`) with nginx started in front of it.
+    func servingClipBehindNginx(_ arguments: [String] = []) throws -> (
+        GatewayServer, NginxFront, (admin: String, clip: TestAsset, session: String, token: String)
+    ) {
+        let server = try GatewayServer(arguments)
+        let serving = try server.servingClip()
+        let nginx = try NginxFront(upstreamPort: server.port)
+        try nginx.start()
+        return (server, nginx, serving)
     }
 
     func keyGrants(_ server: GatewayServer) throws -> Int {

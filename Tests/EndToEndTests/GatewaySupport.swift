@@ -14,6 +14,11 @@ let testKEKHex = String(repeating: "5aa5", count: 16)
 final class GatewayServer {
     let directory: TemporaryDirectory
     let extraArguments: [String]
+    /// Put before `guard-play serve` on the server's command line (a tracer, say).
+    let launcher: [String]
+    /// The user the server and `tokens` run as, with no capabilities (through setpriv), when it is
+    /// not the test's own; it owns the temporary directory.
+    let user: uid_t?
     private(set) var process: SpawnedProcess?
     private(set) var port: UInt16 = 0
     private let stdoutPath: String
@@ -25,13 +30,20 @@ final class GatewayServer {
     var database: String { dataDirectory + "/guardplay.db" }
     var environment: [String: String] { ["GUARDPLAY_KEK": testKEKHex] }
 
-    init(_ arguments: [String] = []) throws {
+    init(_ arguments: [String] = [], launcher: [String] = [], user: uid_t? = nil) throws {
         directory = try TemporaryDirectory()
         extraArguments = arguments
+        self.launcher = launcher
+        self.user = user
         stdoutPath = directory.path("serve.stdout")
         stderrPath = directory.path("serve.stderr")
         for path in [importRoot, inputRoot] {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        }
+        if let user {
+            for path in [directory.url.path, importRoot, inputRoot] where chown(path, user, user) != 0 {
+                throw RawClientError("chown \(path): \(String(cString: strerror(errno)))")
+            }
         }
         try start()
     }
@@ -49,7 +61,7 @@ final class GatewayServer {
         ].filter { !extraArguments.contains($0.0) }
         let offset = fileText(stdoutPath).utf8.count
         let process = try SpawnedProcess(
-            [guardPlayBinary, "serve"] + defaults.flatMap { [$0.0, $0.1] } + extraArguments,
+            asUser + launcher + [guardPlayBinary, "serve"] + defaults.flatMap { [$0.0, $0.1] } + extraArguments,
             environment: environment, output: stdoutPath, errors: stderrPath)
         self.process = process
         var listening: UInt16?
@@ -63,6 +75,16 @@ final class GatewayServer {
             throw RawClientError("guard-play serve did not start (\(status)): \(log)")
         }
         port = listening
+    }
+
+    /// setpriv's command line that runs what follows as `user`, with no capabilities and no way to gain any.
+    private var asUser: [String] {
+        user.map {
+            [
+                "/usr/bin/setpriv", "--reuid=\($0)", "--regid=\($0)", "--clear-groups", "--no-new-privs",
+                "--inh-caps=-all", "--bounding-set=-all",
+            ]
+        } ?? []
     }
 
     /// What the server wrote to standard error so far.
@@ -109,8 +131,8 @@ final class GatewayServer {
 
     /// Creates an API token with `scopes` through `guard-play tokens create`.
     func token(_ scopes: String = "admin") throws -> String {
-        let result = try guardPlay(
-            ["tokens", "create", "--scope", scopes, "--data", dataDirectory], environment: environment)
+        let command = asUser + [guardPlayBinary, "tokens", "create", "--scope", scopes, "--data", dataDirectory]
+        let result = try run(command[0], Array(command.dropFirst()), environment: environment)
         guard result.status == 0 else { throw RawClientError("tokens create failed: \(result.stderr)") }
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }

@@ -272,11 +272,13 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
             try KeyEncryptionKey.load(environmentValue: nil, file: path, credentialsDirectory: directory).bytes.count
                 == 32)
         // Even there, a file others may read or anyone may write is refused.
-        for mode: mode_t in [0o444, 0o460] {
+        for (mode, message) in [
+            (0o444 as mode_t, "readable by others (mode 444)"), (0o460, "writable by others (mode 460)"),
+        ] {
             try #require(chmod(path, mode) == 0)
-            #expect(throws: StoreError.self) {
+            #expect {
                 _ = try KeyEncryptionKey.load(environmentValue: nil, file: path, credentialsDirectory: directory)
-            }
+            } throws: { "\($0)".contains(message) }
         }
         try FileManager.default.removeItem(atPath: directory)
     }
