@@ -26,11 +26,7 @@ enum MediaRoutes {
                         ]),
                         body: .bytes(key))
                 case .failure(.rateLimited):
-                    let refusal = AccessRefusal.rateLimited
-                    return Problem(
-                        code: refusal.rawValue, title: refusal.title, status: refusal.status, detail: refusal.detail,
-                        retryAfter: gateway.refusalRetryAfter
-                    ).response()
+                    return AccessRefusal.rateLimited.problem(retryAfter: gateway.refusalRetryAfter).response()
                 case .failure(let refusal):
                     throw refusal
                 }

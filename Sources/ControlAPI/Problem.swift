@@ -122,8 +122,11 @@ extension GatewayError: ProblemConvertible {
 }
 
 extension AccessRefusal: ProblemConvertible {
-    public var problem: Problem {
-        Problem(code: rawValue, title: title, status: status, detail: detail)
+    public var problem: Problem { problem(retryAfter: nil) }
+
+    /// The problem, telling the client when to try again (for `rateLimited`).
+    public func problem(retryAfter: Int?) -> Problem {
+        Problem(code: rawValue, title: title, status: status, detail: detail, retryAfter: retryAfter)
     }
 
     /// Keys and playlists take session tokens, a realm of their own apart from API tokens.

@@ -100,6 +100,7 @@ enum SessionRoutes {
         return HTTPResponse(status: 200, headers: eventStreamHeaders, body: .stream(stream))
     }
 
+    /// The answer over a stream cap: 429 for a session's or a token's, 503 for the gateway's.
     static func streamProblem(_ refusal: StreamRefusal, quota: StreamQuota) -> APIProblem {
         switch refusal {
         case .perSession:

@@ -147,7 +147,9 @@ final class AuditLog: Sendable {
         }
         let first = health.withLock { health in
             defer {
-                health.failure = "\(error)"
+                // SQLite's text only (such as "database or disk is full"): /readyz shows it to anyone,
+                // and the statement is in the log line.
+                health.failure = (error as? StoreError)?.message ?? "\(error)"
                 health.dropped += dropped
             }
             return health.failure == nil

@@ -186,6 +186,8 @@ final class FailingAuditWriter: AuditWriting {
         let ready = try exchange(port: server.port, "GET", "/readyz")
         #expect(ready.status == 503 && ready.json?["status"] as? String == "not-ready")
         #expect((ready.json?["reason"] as? String)?.contains("disk is full") == true)
+        // Open to anyone: SQLite's text, not the statement.
+        #expect((ready.json?["reason"] as? String)?.contains("INSERT") == false)
         for _ in 0..<50 {
             let key = try exchange(port: server.port, "GET", "/v1/keys/\(clipKID)?token=\(token)")
             #expect(key.status == 200 && key.body == clipKey)

@@ -198,6 +198,41 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         #expect(try store.auditCount() == 250)
         #expect(try store.recentAudit(limit: 1) == [records[249]])
     }
+
+    @Test func addsRefusalCountsUpPerMinuteAndPrunesBoth() throws {
+        let temporary = try TemporaryStore()
+        defer { withExtendedLifetime(temporary) {} }
+        let store = temporary.store
+        let minute = epoch
+        let count = { (reason: String, remote: String, n: Int, at: Date) in
+            AuditRefusalCount(minute: at, reason: reason, remote: remote, count: n)
+        }
+        try store.appendAudit([], refusals: [count("token-missing", "10.0.0.1", 5, minute)])
+        try store.appendAudit(
+            [AuditRecord(at: minute + 120, action: "key", outcome: "granted")],
+            refusals: [
+                count("token-missing", "10.0.0.1", 7, minute), count("token-missing", "10.0.0.2", 1, minute),
+                count("token-missing", "10.0.0.1", 2, minute + 120),
+            ])
+        #expect(try store.refusalCounts().map(\.count) == [12, 1, 2])
+        #expect(store.sizeInBytes > 0)
+        // Everything before epoch + 60 s goes: the first minute's two rows; the record and the later row stay.
+        #expect(try store.pruneAudit(before: minute + 60) == 2)
+        #expect(try store.refusalCounts().map(\.count) == [2] && store.auditCount() == 1)
+    }
+
+    @Test func upgradesAVersion1DatabaseKeepingItsAuditRows() throws {
+        let temporary = try TemporaryStore()
+        try temporary.store.appendAudit([AuditRecord(at: epoch, action: "key", outcome: "granted")])
+        try temporary.store.with { (database: SQLiteConnection) throws(StoreError) in
+            try database.execute("DROP TABLE audit_refusals; DROP INDEX audit_by_time; PRAGMA user_version = 1")
+        }
+        let reopened = try Store(directory: temporary.directory, kek: temporary.kek)
+        #expect(try reopened.schemaVersion() == Migrations.all.count)
+        #expect(try reopened.auditCount() == 1)
+        try reopened.appendAudit([], refusals: [AuditRefusalCount(minute: epoch, reason: "r", remote: "a", count: 1)])
+        #expect(try reopened.refusalCounts().count == 1)
+    }
 }
 
 @Suite struct KeyEncryptionKeyTests {
