@@ -294,16 +294,19 @@ import Testing
     }
 
     /// One client holds at most 8 event streams through nginx, whose upstream connections all come
-    /// from 127.0.0.1 (where the gateway's per-IP limit is off): the ninth gets 429 at once.
+    /// from 127.0.0.1 (where the gateway's per-IP limit is off): the ninth gets 429 at once. The
+    /// streams belong to three sessions, so the gateway's own cap (4 a session) never refuses one.
     @Test func nginxCapsEventStreamsPerClient() throws {
-        let (server, nginx, (_, _, session, token)) = try servingClipBehindNginx()
+        let (server, nginx, (admin, _, session, token)) = try servingClipBehindNginx()
         defer { withExtendedLifetime(server) { nginx.stop() } }
         let target = "/v1/sessions/\(session)/events?token=\(token)"
+        let others = try (0..<2).map { _ in try server.session("clip", token: admin) }
         let streams = try (0..<8).map { index in
-            try SpawnedProcess(
+            let (id, sessionToken) = others[index % 2]
+            return try SpawnedProcess(
                 [
                     "/usr/bin/curl", "-sN", "--http1.1", "--cacert", nginx.certificate, "-o",
-                    nginx.prefix.path("stream\(index)"), nginx.url(target),
+                    nginx.prefix.path("stream\(index)"), nginx.url("/v1/sessions/\(id)/events?token=\(sessionToken)"),
                 ], errors: nginx.prefix.path("stream\(index).err"))
         }
         defer { for stream in streams { stream.end(grace: 0) } }

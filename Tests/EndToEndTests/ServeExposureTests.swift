@@ -91,6 +91,9 @@ import Testing
         }
         #expect(!FileManager.default.fileExists(atPath: data), "a refused start touched --data")
         #expect(try guardPlay([fixture("clip.mp4"), "--control-public"]).status == 2)
+        // The player serves only a store that already holds its tokens.
+        let created = try guardPlay(["tokens", "create", "--scope", "control", "--data", data])
+        try #require(created.status == 0, "\(created.stderr)")
 
         let logPath = directory.path("player.stderr")
         let process = try SpawnedProcess(
