@@ -53,7 +53,8 @@ public final class Player: Sendable {
     public init(options: PlayerOptions, monitor: CaptureMonitor) throws(PlayerError) {
         self.options = options
         self.monitor = monitor
-        let input = try InputProbe.open(options.path, interruption: interruption)
+        let input = try InputProbe.open(
+            options.path, interruption: interruption, pictureLimit: PictureSizeLimit(maxPixels: options.maxPixels))
         duration = input.durationSeconds
         let audioIndex = options.audioEnabled ? input.bestStream(.audio) : nil
         let videoIndex = options.videoEnabled ? input.bestStream(.video) : nil
