@@ -136,6 +136,19 @@ public final class InputContext {
         return start == cffmpeg_nopts_value() ? 0 : Double(start) / 1_000_000
     }
 
+    /// Where media time 0 lies, in seconds of the container's clock: the earliest presentation start of
+    /// an audio or video stream (see `StreamInfo.presentationStart`), so 0 is the first sample or picture
+    /// a user is shown; the container's start time when no stream says.
+    public var presentationStartSeconds: Double {
+        let starts = streams.compactMap { stream -> Double? in
+            guard stream.mediaType == .audio || stream.mediaType == .video, !stream.isAttachedPicture,
+                let start = stream.presentationStart
+            else { return nil }
+            return Double(start) * stream.timeBase.doubleValue
+        }
+        return starts.min() ?? startSeconds
+    }
+
     /// The container's overall bit rate in bits per second, or 0 when unknown.
     public var bitRate: Int64 { context.pointee.bit_rate }
 

@@ -73,7 +73,9 @@ final class Pipeline {
         self.outputs = outputs
         self.input = input
         self.monitor = monitor
-        startOffset = input.startSeconds
+        // Media time is what a user sees on a clock: 0 is the first presented sample, after priming
+        // samples the decoder drops (`--simulate-recording` intervals are in this time).
+        startOffset = input.presentationStartSeconds
         skipUntil = options.start
         lastMedia = options.start
         endMedia = options.length.map { options.start + $0 } ?? .infinity
@@ -326,15 +328,19 @@ final class Pipeline {
 
     private func receiveAudio(_ stage: AudioStage) throws(PlayerError) {
         while let frame = nextFrame(from: stage.decoder, "audio") {
+            let rate = Double(stage.format.sampleRate)
             let converted: Frame
             do { converted = try stage.resampler.convert(frame) } catch {
                 noteDamage(error.message)
                 continue
             }
-            let rate = Double(stage.format.sampleRate)
             var media =
                 frame.pts == noTimestamp
                 ? (nextAudioMedia ?? skipUntil) : Double(frame.pts) * stage.timeBase - startOffset
+            // Samples run on from the previous frame when its timestamp says so to within one tick of
+            // the time base: Matroska's millisecond timestamps would otherwise move each frame by up
+            // to half a millisecond and the schedule's switch with it.
+            if let next = nextAudioMedia, abs(media - next) <= max(stage.timeBase, 1 / rate) { media = next }
             var count = converted.sampleCount
             var skip = 0
             if media < skipUntil {
