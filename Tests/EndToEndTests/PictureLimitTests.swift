@@ -40,6 +40,25 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: out))
     }
 
+    /// The gateway runs `PackagingJob` in its own process: the same limit keeps a hostile upload from
+    /// growing the server (read from its VmHWM while it still runs).
+    @Test func gatewayJobsRefuseAHugeSPSInBoundedMemory() throws {
+        let directory = try TemporaryDirectory()
+        let input = try hugeMP4(in: directory)
+        let server = try GatewayServer()
+        try FileManager.default.copyItem(atPath: input, toPath: server.inputRoot + "/huge.mp4")
+        let admin = try server.token("package")
+        let job = try server.submitJob(token: admin, input: "huge.mp4", asset: "huge")
+        let failed = try server.pollJob(job, token: admin, timeout: 60) { $0["state"] as? String == "failed" }
+        let error = failed?["error"] as? String ?? ""
+        #expect(error.contains("16000×16000"), "\(String(describing: failed))")
+        let pid = try #require(server.process?.pid)
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") })
+        let kilobytes = try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
+        #expect(kilobytes * 1024 < Self.memoryBound, "gateway peak RSS \(kilobytes >> 10) MiB")
+    }
+
     @Test func verifyRefusesAHugeSourceInBoundedMemory() throws {
         let directory = try TemporaryDirectory()
         let input = try hugeMP4(in: directory)
