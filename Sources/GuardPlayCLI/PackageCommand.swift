@@ -36,7 +36,8 @@ enum PackageCommand {
           --quiet                   print no notices or progress
 
         Exit codes: 0 done; 2 usage; 3 bad option value; 10-17 input problems (missing, empty, text,
-        unrecognised, corrupt, no streams, refused codec or a still over 4096x4096, already encrypted);
+        unrecognised, corrupt, no streams, refused codec, a still over 4096x4096 or video over
+        --max-pixels, already encrypted);
         20 output failed; 21 output exists; 130 interrupted. See README.md.
         """
 
