@@ -29,6 +29,8 @@ enum PlayCommand {
           --loop N                     play N times (0 = forever)
           --status line|json|none      status display (default: a live line on a terminal)
           --threads N                  video decoder threads (default: automatic)
+          --max-pixels N|WxH           refuse video with larger pictures (default 8192x8192; each side
+                                       at most 8192 or the square root of N)
           --video-out auto|window|null where video goes when playing to the device (default auto: a
                                        window when DISPLAY or WAYLAND_DISPLAY is set, otherwise null)
           --capture-source LIST        what watches for capture, comma-separated: auto (process scan,
@@ -56,7 +58,7 @@ enum PlayCommand {
         .init("output"), .init("realtime", .flag), .init("fast", .flag), .init("start"), .init("length"),
         .init("volume"), .init("mute", .flag), .init("no-audio", .flag), .init("no-video", .flag), .init("loop"),
         .init("status"), .init("threads"), .init("video-out"), .init("capture-source"), .init("poll-interval"),
-        .init("recorders", repeatable: true), .init("control"), .init("data"),
+        .init("recorders", repeatable: true), .init("control"), .init("data"), .init("max-pixels"),
         .init("control-public", .flag),
     ]
 
@@ -162,6 +164,10 @@ enum PlayCommand {
                 Int($0).flatMap { (0...64).contains($0) ? $0 : nil }
             }
             ?? 0
+        player.maxPixels =
+            try parsed.parsed("max-pixels", as: "a pixel count or WxH, at most 2147483647 pixels") {
+                PictureSizeLimit(parsing: $0)?.maxPixels
+            } ?? PictureSizeLimit.standard.maxPixels
         player.muted = parsed.has("mute")
         player.audioEnabled = !parsed.has("no-audio")
         player.videoEnabled = !parsed.has("no-video")
@@ -252,6 +258,7 @@ enum PlayCommand {
         case .inputTruncated: .inputTruncated
         case .inputNoStreams: .inputNoStreams
         case .inputUnsupported: .inputUnsupported
+        case .inputPictureTooLarge: .inputPictureTooLarge
         case .maskImage: .badValue
         case .output: .outputFailed
         case .outputIsInput: .usage

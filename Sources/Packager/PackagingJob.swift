@@ -35,7 +35,8 @@ public struct PackagingJob: Sendable {
         // A GOP no longer than the video, so the verifier can tell it from the I-frame playlist.
         let stillGOP = min(
             stillFrames, max(1, Int((options.segmentDuration * Double(StillImageProducer.frameRate)).rounded())))
-        let reader = try SourceReader(path: options.input, stillFrames: stillFrames, stillGOP: stillGOP)
+        let reader = try SourceReader(
+            path: options.input, stillFrames: stillFrames, stillGOP: stillGOP, maxPixels: options.maxPixels)
         var notices: [String] = []
         for text in reader.notices {
             notices.append(text)
