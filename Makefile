@@ -43,7 +43,7 @@ $(VENV)/.schemathesis-$(SCHEMATHESIS_VERSION):
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check schemathesis==$(SCHEMATHESIS_VERSION)
 	touch $@
 
-# Embeds docs/openapi.yaml in the binary after it changes (a test fails while they differ).
+# Embeds docs/openapi.yaml and docs/openapi-player.yaml in the binary after they change (a test fails while they differ).
 openapi:
 	scripts/embed-openapi.sh
 

@@ -41,7 +41,8 @@ let package = Package(
         .target(name: "Store", dependencies: ["CSQLite", "Crypto"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "ThreadSupport"], swiftSettings: strict),
         .target(
-            name: "Gateway", dependencies: ["Store", "Packager", "Crypto", "CaptureMonitor", "ThreadSupport"],
+            name: "Gateway",
+            dependencies: ["Store", "Packager", "MediaCore", "Crypto", "CaptureMonitor", "ThreadSupport"],
             swiftSettings: strict),
         .target(
             name: "ControlAPI", dependencies: ["HTTPServer", "Gateway", "Store", "Crypto", "CaptureMonitor"],
@@ -68,7 +69,8 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "Crypto"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport", "ProcessTestSupport"]),
         .testTarget(
-            name: "GatewayTests", dependencies: ["Gateway", "ControlAPI", "HTTPServer", "Store", "CaptureMonitor"]),
+            name: "GatewayTests",
+            dependencies: ["Gateway", "ControlAPI", "HTTPServer", "Store", "CaptureMonitor", "HTTPTestSupport"]),
         // Runs the built `guard-play` binary and checks what it writes with MediaCore; starts real X servers,
         // sound servers and recorders for the capture-detection acceptance tests.
         .testTarget(

@@ -165,5 +165,8 @@ max=$(printf '%s\n' "${samples[@]}" | sort -n | tail -1)
 echo
 echo "RSS over ${rss_duration}s of keys + segments (KiB): before $rss_start, samples every 5 s: ${samples[*]}, after $rss_end"
 echo "RSS from the first to the last sample: $first -> $last ($(awk -v a="$first" -v b="$last" 'BEGIN {printf "%+.1f%%", (b - a) * 100 / a}')), peak $max"
+key_requests=$(awk '/requests in/ {print $1}' "$work/rss-keys.txt")
+segment_requests=$(awk '/requests in/ {print $1}' "$work/rss-segments.txt")
+echo "requests in the RSS run: $key_requests keys, $segment_requests segments"
 audited=$(sqlite3 "$work/data/guardplay.db" "SELECT count(*) FROM audit WHERE action = 'key'" 2>/dev/null || echo "?")
 echo "key grants audited so far: $audited"

@@ -16,6 +16,8 @@ packages=(
     time xxd
     # The gateway's deploy checks: TLS certificates for the nginx test, systemd-analyze for the unit
     openssl systemd
+    # strace holds the gateway to the systemd unit's syscall filter (DeployTests)
+    strace
     # A private PipeWire with WirePlumber for the detector tests, and tools that act as real recorders
     pipewire pipewire-bin wireplumber dbus gstreamer1.0-pipewire gstreamer1.0-tools gstreamer1.0-plugins-base
 )

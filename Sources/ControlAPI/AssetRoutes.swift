@@ -9,7 +9,8 @@ enum AssetRoutes {
             Route("GET", "/v1/assets", access: .scope(.control)) { context in
                 let limit = try pageLimit(context)
                 let cursor = context.query["cursor"]
-                if let cursor, !Identifier.isValid(cursor) {
+                // A cursor is the ID of the last asset of a page, so it names an asset that exists.
+                if let cursor, !Identifier.isValid(cursor) || gateway.asset(cursor) == nil {
                     throw APIProblem.badRequest("invalid-cursor", "cursor is not a cursor this API returned.")
                 }
                 let all = gateway.assets().filter { cursor == nil || $0.id > cursor! }

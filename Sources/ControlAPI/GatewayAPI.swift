@@ -5,7 +5,7 @@ public import HTTPServer
 public enum GatewayAPI {
     /// The routes of `guard-play serve`, in match order.
     public static func routes(gateway: Gateway, state: ServiceState, publicURL: String?) -> [Route] {
-        OpsRoutes.routes(state: state, metrics: gateway.metrics)
+        OpsRoutes.routes(state: state, metrics: gateway.metrics, unready: { gateway.unreadyReason })
             + SessionRoutes.routes(gateway: gateway, publicURL: publicURL)
             + MediaRoutes.routes(gateway: gateway) + AssetRoutes.routes(gateway: gateway)
             + JobRoutes.routes(gateway: gateway)

@@ -71,7 +71,9 @@ extension JSON {
         case .null: out += Array("null".utf8)
         case .bool(let value): out += Array((value ? "true" : "false").utf8)
         case .number(let value):
-            if value == value.rounded() && abs(value) < 1e15 {
+            // Every integral value an Int64 holds is written as an integer (seq up to 2^53 - 1 among
+            // them), never as Swift's `9007199254740991.0`.
+            if value == value.rounded() && abs(value) < 0x1p63 {
                 out += Array(String(Int64(value)).utf8)
             } else if value.isFinite {
                 out += Array(String(value).utf8)

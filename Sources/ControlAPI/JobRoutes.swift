@@ -19,8 +19,9 @@ enum JobRoutes {
                 let limit = try pageLimit(context)
                 var cursor: Int64?
                 if let text = context.query["cursor"] {
-                    guard text.utf8.count <= 18, let value = Int64(text), value > 0,
-                        text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 })
+                    // The schema's pattern: ^[1-9][0-9]{0,17}$.
+                    guard text.utf8.count <= 18, text.utf8.first != UInt8(ascii: "0"), let value = Int64(text),
+                        value > 0, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 })
                     else { throw APIProblem.badRequest("invalid-cursor", "cursor is not a cursor this API returned.") }
                     cursor = value
                 }

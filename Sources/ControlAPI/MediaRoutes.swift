@@ -25,6 +25,8 @@ enum MediaRoutes {
                             ("Content-Type", "application/octet-stream"), ("Cache-Control", "no-store"),
                         ]),
                         body: .bytes(key))
+                case .failure(.rateLimited):
+                    return AccessRefusal.rateLimited.problem(retryAfter: gateway.refusalRetryAfter).response()
                 case .failure(let refusal):
                     throw refusal
                 }

@@ -27,8 +27,6 @@ extension OpenAPIDocument {
             description: Packaged assets and their key policy.
           - name: jobs
             description: Packaging jobs.
-          - name: player
-            description: "Player control, served by `guard-play FILE --control ADDR` rather than `guard-play serve`."
         security:
           - bearerAuth: []
         paths:
@@ -51,7 +49,7 @@ extension OpenAPIDocument {
             get:
               tags: [ops]
               operationId: getReadiness
-              summary: The gateway takes traffic; 503 while it drains before stopping.
+              summary: "The gateway takes traffic; 503 while it drains before stopping, or while its audit log cannot be written (reason says why)."
               security: []
               responses:
                 "200":
@@ -61,7 +59,7 @@ extension OpenAPIDocument {
                       schema:
                         $ref: "#/components/schemas/Status"
                 "503":
-                  description: Draining.
+                  description: Draining, or not ready (status not-ready, with the reason).
                   content:
                     application/json:
                       schema:
@@ -260,7 +258,7 @@ extension OpenAPIDocument {
               tags: [sessions]
               operationId: streamSessionEvents
               summary: "Server-Sent Events: capture-state (first, then on every change), command, and revoked (last)."
-              description: "Needs the control scope or the session's own token. Each event's data is one line of JSON."
+              description: "Needs the control scope or the session's own token. Each event's data is one line of JSON. Streams are capped per session (4), per token and in all: 429 over a session's or a token's cap, 503 over the gateway's, both with Retry-After."
               security:
                 - bearerAuth: []
                 - sessionToken: []
@@ -277,14 +275,18 @@ extension OpenAPIDocument {
                   $ref: "#/components/responses/Problem"
                 "404":
                   $ref: "#/components/responses/Problem"
+                "429":
+                  $ref: "#/components/responses/RetryLater"
+                "503":
+                  $ref: "#/components/responses/RetryLater"
                 default:
                   $ref: "#/components/responses/Problem"
           /v1/keys/{kid}:
             get:
               tags: [media]
               operationId: getKey
-              summary: A content key for the holder of a valid session token; never cached. Every grant and refusal is audited.
-              description: "401 when the token is missing, malformed, tampered with or expired; 403 when it is for another asset, its session is revoked or unknown, or the asset denies keys while the session is capturing or its capture state is unknown. The problem's type says which."
+              summary: A content key for the holder of a valid session token; never cached. Every grant and every refusal of a valid token is audited; refusals without one are counted per minute, reason and client address.
+              description: "401 when the token is missing, malformed, tampered with or expired; 403 when it is for another asset, its session is revoked or unknown, or the asset denies keys while the session is capturing or its capture state is unknown. The problem's type says which. 429 (rate-limited, with Retry-After) when the client address was refused too often; a grant is never rate-limited."
               security: []
               parameters:
                 - name: kid
@@ -316,8 +318,8 @@ extension OpenAPIDocument {
                   $ref: "#/components/responses/Problem"
                 "404":
                   $ref: "#/components/responses/Problem"
-                "503":
-                  $ref: "#/components/responses/Problem"
+                "429":
+                  $ref: "#/components/responses/RetryLater"
                 default:
                   $ref: "#/components/responses/Problem"
           /v1/hls/{asset}/{name}:
@@ -389,7 +391,7 @@ extension OpenAPIDocument {
               summary: Served assets, by ID, a page at a time.
               parameters:
                 - $ref: "#/components/parameters/Limit"
-                - $ref: "#/components/parameters/Cursor"
+                - $ref: "#/components/parameters/AssetCursor"
               responses:
                 "200":
                   description: A page of assets.
@@ -548,7 +550,7 @@ extension OpenAPIDocument {
               summary: Jobs, newest first, a page at a time.
               parameters:
                 - $ref: "#/components/parameters/Limit"
-                - $ref: "#/components/parameters/Cursor"
+                - $ref: "#/components/parameters/JobCursor"
               responses:
                 "200":
                   description: A page of jobs.
@@ -607,145 +609,17 @@ extension OpenAPIDocument {
                   $ref: "#/components/responses/Problem"
                 default:
                   $ref: "#/components/responses/Problem"
-          /v1/player:
-            get:
-              tags: [player]
-              operationId: getPlayer
-              summary: The player's state.
-              responses:
-                "200":
-                  $ref: "#/components/responses/PlayerStatus"
-                "401":
-                  $ref: "#/components/responses/Problem"
-                "403":
-                  $ref: "#/components/responses/Problem"
-                "404":
-                  $ref: "#/components/responses/Problem"
-                default:
-                  $ref: "#/components/responses/Problem"
-          /v1/player/pause:
-            post:
-              tags: [player]
-              operationId: pausePlayer
-              summary: Pauses playback.
-              responses:
-                "200":
-                  $ref: "#/components/responses/PlayerStatus"
-                "401":
-                  $ref: "#/components/responses/Problem"
-                "403":
-                  $ref: "#/components/responses/Problem"
-                "404":
-                  $ref: "#/components/responses/Problem"
-                default:
-                  $ref: "#/components/responses/Problem"
-          /v1/player/resume:
-            post:
-              tags: [player]
-              operationId: resumePlayer
-              summary: Resumes playback.
-              responses:
-                "200":
-                  $ref: "#/components/responses/PlayerStatus"
-                "401":
-                  $ref: "#/components/responses/Problem"
-                "403":
-                  $ref: "#/components/responses/Problem"
-                "404":
-                  $ref: "#/components/responses/Problem"
-                default:
-                  $ref: "#/components/responses/Problem"
-          /v1/player/seek:
-            post:
-              tags: [player]
-              operationId: seekPlayer
-              summary: Seeks to a position in seconds.
-              requestBody:
-                required: true
-                content:
-                  application/json:
-                    schema:
-                      $ref: "#/components/schemas/PlayerSeek"
-              responses:
-                "200":
-                  $ref: "#/components/responses/PlayerStatus"
-                "400":
-                  $ref: "#/components/responses/Problem"
-                "401":
-                  $ref: "#/components/responses/Problem"
-                "403":
-                  $ref: "#/components/responses/Problem"
-                "404":
-                  $ref: "#/components/responses/Problem"
-                "415":
-                  $ref: "#/components/responses/Problem"
-                "422":
-                  $ref: "#/components/responses/Problem"
-                default:
-                  $ref: "#/components/responses/Problem"
-          /v1/player/capture-state:
-            put:
-              tags: [player]
-              operationId: reportPlayerCaptureState
-              summary: A report from the player's remote capture source; it holds for leaseSeconds, then the source lapses to unknown.
-              requestBody:
-                required: true
-                content:
-                  application/json:
-                    schema:
-                      $ref: "#/components/schemas/PlayerCaptureReport"
-              responses:
-                "200":
-                  description: Applied, or ignored as out of order (applied is false).
-                  content:
-                    application/json:
-                      schema:
-                        $ref: "#/components/schemas/PlayerCaptureResult"
-                "400":
-                  $ref: "#/components/responses/Problem"
-                "401":
-                  $ref: "#/components/responses/Problem"
-                "403":
-                  $ref: "#/components/responses/Problem"
-                "404":
-                  $ref: "#/components/responses/Problem"
-                "415":
-                  $ref: "#/components/responses/Problem"
-                "422":
-                  $ref: "#/components/responses/Problem"
-                default:
-                  $ref: "#/components/responses/Problem"
-          /v1/player/events:
-            get:
-              tags: [player]
-              operationId: streamPlayerEvents
-              summary: "Server-Sent Events: status (first), then the player's events."
-              responses:
-                "200":
-                  description: An open event stream; each event's schema is PlayerEvent.
-                  content:
-                    text/event-stream:
-                      schema:
-                        $ref: "#/components/schemas/PlayerEvent"
-                "401":
-                  $ref: "#/components/responses/Problem"
-                "403":
-                  $ref: "#/components/responses/Problem"
-                "404":
-                  $ref: "#/components/responses/Problem"
-                default:
-                  $ref: "#/components/responses/Problem"
         components:
           securitySchemes:
             bearerAuth:
               type: http
               scheme: bearer
-              description: "An API token from `guard-play tokens create --scope S`: gp_{16 hex}_{64 hex}. Scopes are control, package and admin (admin allows everything)."
+              description: "An API token from `guard-play tokens create --scope S`: gp_{16 hex}_{64 hex}. Scopes are control, package and admin (admin allows everything). A 401 for a missing or bad API token carries a WWW-Authenticate Bearer challenge with realm guard-play."
             sessionToken:
               type: apiKey
               in: query
               name: token
-              description: A session token from POST /v1/sessions, accepted where noted (also as Authorization Bearer).
+              description: A session token from POST /v1/sessions, accepted where noted (also as Authorization Bearer). A 401 for a missing or bad session token on keys and playlists carries a WWW-Authenticate Bearer challenge with realm guard-play-session.
           parameters:
             ID:
               name: id
@@ -791,16 +665,38 @@ extension OpenAPIDocument {
                 minimum: 1
                 maximum: 100
                 default: 20
-            Cursor:
+            AssetCursor:
               name: cursor
               in: query
               required: false
-              description: The nextCursor of the previous page.
+              description: "The nextCursor of the previous page: the ID of an asset. Anything else, empty included, is a 400 invalid-cursor."
               schema:
                 type: string
+                pattern: "^[A-Za-z0-9_-]{1,64}$"
+            JobCursor:
+              name: cursor
+              in: query
+              required: false
+              description: "The nextCursor of the previous page: a positive decimal number. Anything else, empty included, is a 400 invalid-cursor."
+              schema:
+                type: string
+                pattern: "^[1-9][0-9]{0,17}$"
           responses:
             Problem:
               description: An RFC 9457 problem detail; its type says exactly what failed.
+              content:
+                application/problem+json:
+                  schema:
+                    $ref: "#/components/schemas/Problem"
+            RetryLater:
+              description: A problem detail for a request to repeat later, no sooner than Retry-After says.
+              headers:
+                Retry-After:
+                  required: true
+                  description: Seconds to wait.
+                  schema:
+                    type: integer
+                    minimum: 1
               content:
                 application/problem+json:
                   schema:
@@ -842,12 +738,6 @@ extension OpenAPIDocument {
                 text/vtt:
                   schema:
                     type: string
-            PlayerStatus:
-              description: The player's state.
-              content:
-                application/json:
-                  schema:
-                    $ref: "#/components/schemas/PlayerStatus"
           schemas:
             Problem:
               type: object
@@ -870,7 +760,10 @@ extension OpenAPIDocument {
               properties:
                 status:
                   type: string
-                  enum: [live, ready, draining]
+                  enum: [live, ready, draining, not-ready]
+                reason:
+                  type: string
+                  description: Why the gateway is not ready, such as an audit store that cannot be written.
             Timestamp:
               type: string
               format: date-time
@@ -979,20 +872,6 @@ extension OpenAPIDocument {
               properties:
                 at:
                   $ref: "#/components/schemas/Timestamp"
-            PlayerEvent:
-              type: object
-              description: "One Server-Sent Event of a player's stream: status first, then the player's own events."
-              required: [event, data]
-              properties:
-                event:
-                  type: string
-                data:
-                  type: string
-                  contentMediaType: application/json
-                id:
-                  type: string
-                retry:
-                  type: integer
             CaptureReport:
               type: object
               additionalProperties: false
@@ -1007,6 +886,7 @@ extension OpenAPIDocument {
                   description: Increases with every report; a report whose seq is not greater than the last applied one is ignored.
                 observedAt:
                   $ref: "#/components/schemas/Timestamp"
+                  description: When the client saw it; at most 5 minutes ahead of the gateway's clock and at most 5 minutes plus one lease behind it, or the report is a 422 implausible-observed-at.
             CaptureReportResult:
               type: object
               required: [applied, capture]
@@ -1105,6 +985,8 @@ extension OpenAPIDocument {
               properties:
                 input:
                   type: string
+                  minLength: 1
+                  maxLength: 1024
                   description: "A path relative to the gateway's input root, of plain names (no '.' or '..')."
                 asset:
                   type: string
@@ -1151,64 +1033,5 @@ extension OpenAPIDocument {
                     $ref: "#/components/schemas/Job"
                 nextCursor:
                   type: string
-            PlayerStatus:
-              type: object
-              required: [state, position, capture, captureSource, captureReason, protecting]
-              properties:
-                state:
-                  type: string
-                  enum: [playing, paused, ended]
-                position:
-                  type: number
-                  minimum: 0
-                duration:
-                  type: number
-                  minimum: 0
-                capture:
-                  type: string
-                  enum: [clear, capturing, unknown]
-                captureSource:
-                  type: string
-                captureReason:
-                  type: string
-                protecting:
-                  type: boolean
-            PlayerSeek:
-              type: object
-              additionalProperties: false
-              required: [position]
-              properties:
-                position:
-                  type: number
-                  minimum: 0
-            PlayerCaptureReport:
-              type: object
-              additionalProperties: false
-              required: [capturing, seq, observedAt]
-              properties:
-                capturing:
-                  type: boolean
-                seq:
-                  type: integer
-                  minimum: 0
-                  maximum: 9007199254740991
-                observedAt:
-                  $ref: "#/components/schemas/Timestamp"
-                leaseSeconds:
-                  type: number
-                  minimum: 1
-                  maximum: 3600
-                  description: How long the report holds; 10 seconds when absent.
-            PlayerCaptureResult:
-              type: object
-              required: [applied, player]
-              properties:
-                applied:
-                  type: boolean
-                lastSeq:
-                  type: integer
-                  minimum: 0
-                player:
-                  $ref: "#/components/schemas/PlayerStatus"
         """#
 }

@@ -1,19 +1,27 @@
 import Gateway
 import HTTPServer
 
-/// `/livez`, `/readyz`, `/metrics` and the OpenAPI document.
+/// `/livez`, `/readyz`, `/metrics` and the OpenAPI document. `/livez` is always open; `access` says
+/// who may read the others (open on the gateway, which has its own network policy for them; the
+/// player's control server keeps them behind its token).
 enum OpsRoutes {
-    static func routes(state: ServiceState, metrics: Metrics) -> [Route] {
+    /// The ops routes; `unready` says why the service should not take traffic (nil when it should).
+    static func routes(
+        state: ServiceState, metrics: Metrics, document: [UInt8] = OpenAPIDocument.json, access: Access = .open,
+        unready: @escaping @Sendable () -> String? = { nil }
+    ) -> [Route] {
         [
             Route("GET", "/livez", access: .open) { _ in
                 JSON.object(["status": "live"]).response()
             },
-            Route("GET", "/readyz", access: .open) { _ in
-                state.isDraining
-                    ? JSON.object(["status": "draining"]).response(status: 503)
-                    : JSON.object(["status": "ready"]).response()
+            Route("GET", "/readyz", access: access) { _ in
+                if state.isDraining { return JSON.object(["status": "draining"]).response(status: 503) }
+                if let reason = unready() {
+                    return JSON.object(["status": "not-ready", "reason": .string(reason)]).response(status: 503)
+                }
+                return JSON.object(["status": "ready"]).response()
             },
-            Route("GET", "/metrics", access: .open) { _ in
+            Route("GET", "/metrics", access: access) { _ in
                 HTTPResponse(
                     status: 200,
                     headers: HTTPHeaders([
@@ -21,13 +29,13 @@ enum OpsRoutes {
                     ]),
                     body: .bytes(Array(metrics.render().utf8)))
             },
-            Route("GET", "/v1/openapi.json", access: .open) { _ in
+            Route("GET", "/v1/openapi.json", access: access) { _ in
                 HTTPResponse(
                     status: 200,
                     headers: HTTPHeaders([
                         ("Content-Type", "application/json"), ("Cache-Control", "public, max-age=300"),
                     ]),
-                    body: .bytes(OpenAPIDocument.json))
+                    body: .bytes(document))
             },
         ]
     }

@@ -67,9 +67,15 @@ public protocol PlayerControlling: Sendable {
 public enum PlayerRoutes {
     /// The lease a remote capture report holds when the request does not say.
     public static let defaultLease = 10.0
+    /// The longest lease a report may ask for: three of the gateway's default leases, so one report
+    /// cannot hold `clear` for long after its client stops reporting.
+    public static let maxLease = 3 * GatewayConfiguration.defaultCaptureLease
 
-    /// The routes for `player`; every one needs an API token with the `control` scope.
-    public static func routes(player: any PlayerControlling) -> [Route] {
+    /// The routes for `player`; every one needs an API token with the `control` scope. Reports whose
+    /// `observedAt` is far from `now` (`ObservedAtWindow`) are refused.
+    public static func routes(player: any PlayerControlling, now: @escaping @Sendable () -> Date = Date.init)
+        -> [Route]
+    {
         [
             Route("GET", "/v1/player", access: .scope(.control)) { _ in
                 representation(player.status).response()
@@ -95,11 +101,12 @@ public enum PlayerRoutes {
             },
             Route("PUT", "/v1/player/capture-state", access: .scope(.control)) { context in
                 let body = try context.jsonObject().allowing(["capturing", "seq", "observedAt", "leaseSeconds"])
-                let outcome = player.reportCapture(
-                    capturing: try body.requiredBool("capturing"),
-                    seq: UInt64(try body.requiredInteger("seq", in: 0...9_007_199_254_740_991)),
-                    lease: try body.number("leaseSeconds", in: 1...3600) ?? defaultLease,
-                    observedAt: try body.requiredTimestamp("observedAt"))
+                let capturing = try body.requiredBool("capturing")
+                let seq = UInt64(try body.requiredInteger("seq", in: 0...9_007_199_254_740_991))
+                let lease = try body.number("leaseSeconds", in: 1...maxLease) ?? defaultLease
+                let observedAt = try body.requiredTimestamp("observedAt")
+                try ObservedAtWindow(lease: lease).check(observedAt, now: now())
+                let outcome = player.reportCapture(capturing: capturing, seq: seq, lease: lease, observedAt: observedAt)
                 var members: [(String, JSON)] = [("applied", .bool(outcome == .accepted))]
                 if case .stale(let last) = outcome { members.append(("lastSeq", .number(Double(last)))) }
                 members.append(("player", representation(player.status)))
@@ -128,16 +135,19 @@ public enum PlayerRoutes {
     }
 }
 
-/// The REST API of `guard-play FILE --control ADDR`: the player routes and the ops routes.
+/// The REST API of `guard-play FILE --control ADDR`: the player routes, and the ops routes with the
+/// player's own OpenAPI document; all but `/livez` need an API token with the `control` scope.
 public enum PlayerAPI {
-    /// A router for `player`, with API tokens checked by `authenticate`.
+    /// A router for `player`, with API tokens checked by `authenticate` and reports checked against `now`.
     public static func router(
         player: any PlayerControlling, state: ServiceState, metrics: Metrics,
         authenticate: @escaping @Sendable (String?) -> Result<Set<Scope>, APITokenRefusal>,
-        log: @escaping @Sendable (String) -> Void
+        log: @escaping @Sendable (String) -> Void, now: @escaping @Sendable () -> Date = Date.init
     ) -> Router {
         Router(
-            routes: OpsRoutes.routes(state: state, metrics: metrics) + PlayerRoutes.routes(player: player),
+            routes: OpsRoutes.routes(
+                state: state, metrics: metrics, document: OpenAPIDocument.playerJSON, access: .scope(.control))
+                + PlayerRoutes.routes(player: player, now: now),
             options: RouterOptions(authenticate: authenticate, log: log), metrics: metrics)
     }
 }

@@ -13,14 +13,20 @@ public struct Problem: Sendable, Equatable {
     public let detail: String
     /// Extra members (`allow`, `reason`…).
     public let extensions: [(String, JSON)]
+    /// Seconds the client should wait before trying again, sent as `Retry-After` (429 and 503).
+    public let retryAfter: Int?
 
     /// A problem with its code, title, status and detail.
-    public init(code: String, title: String, status: Int, detail: String, extensions: [(String, JSON)] = []) {
+    public init(
+        code: String, title: String, status: Int, detail: String, extensions: [(String, JSON)] = [],
+        retryAfter: Int? = nil
+    ) {
         self.code = code
         self.title = title
         self.status = status
         self.detail = detail
         self.extensions = extensions
+        self.retryAfter = retryAfter
     }
 
     public static func == (lhs: Problem, rhs: Problem) -> Bool {
@@ -41,6 +47,7 @@ public struct Problem: Sendable, Equatable {
         var headers = headers
         headers.set("Content-Type", "application/problem+json")
         headers.set("Cache-Control", "no-store")
+        if let retryAfter { headers.set("Retry-After", String(retryAfter)) }
         return HTTPResponse(status: status, headers: headers, body: .bytes(json.serialized))
     }
 }
@@ -49,6 +56,18 @@ public struct Problem: Sendable, Equatable {
 public protocol ProblemConvertible: Error {
     /// The problem to answer with.
     var problem: Problem { get }
+    /// The `WWW-Authenticate` challenge a 401 carries (RFC 9110 §11.6.1), or nil.
+    var challenge: String? { get }
+}
+
+extension ProblemConvertible {
+    public var challenge: String? { nil }
+}
+
+/// The `WWW-Authenticate` value for a bearer-token realm; `invalid` adds RFC 6750's
+/// `error="invalid_token"` for a token that was sent but not accepted.
+func bearerChallenge(realm: String, invalid: Bool) -> String {
+    "Bearer realm=\"\(realm)\"" + (invalid ? ", error=\"invalid_token\"" : "")
 }
 
 /// A problem raised directly by the API layer: bad JSON, a missing field, a bad query.
@@ -69,6 +88,15 @@ public struct APIProblem: ProblemConvertible, Sendable {
     public static func invalid(_ detail: String) -> APIProblem {
         APIProblem(422, "invalid-field", "Invalid field", detail)
     }
+
+    /// 429 or 503 with `Retry-After`: the client should come back later.
+    public static func later(_ status: Int, _ code: String, _ title: String, _ detail: String, retryAfter: Int)
+        -> APIProblem
+    {
+        APIProblem(problem: Problem(code: code, title: title, status: status, detail: detail, retryAfter: retryAfter))
+    }
+
+    private init(problem: Problem) { self.problem = problem }
 
     /// 404: nothing here.
     public static func notFound(_ detail: String) -> APIProblem {
@@ -94,8 +122,17 @@ extension GatewayError: ProblemConvertible {
 }
 
 extension AccessRefusal: ProblemConvertible {
-    public var problem: Problem {
-        Problem(code: rawValue, title: title, status: status, detail: detail)
+    public var problem: Problem { problem(retryAfter: nil) }
+
+    /// The problem, telling the client when to try again (for `rateLimited`).
+    public func problem(retryAfter: Int?) -> Problem {
+        Problem(code: rawValue, title: title, status: status, detail: detail, retryAfter: retryAfter)
+    }
+
+    /// Keys and playlists take session tokens, a realm of their own apart from API tokens.
+    public var challenge: String? {
+        guard status == 401 else { return nil }
+        return bearerChallenge(realm: "guard-play-session", invalid: self != .tokenMissing)
     }
 }
 
@@ -114,6 +151,14 @@ extension APITokenRefusal: ProblemConvertible {
             Problem(
                 code: rawValue, title: "Insufficient scope", status: 403,
                 detail: "The API token does not grant the scope this route needs.")
+        }
+    }
+
+    public var challenge: String? {
+        switch self {
+        case .missing: bearerChallenge(realm: "guard-play", invalid: false)
+        case .invalid, .revoked: bearerChallenge(realm: "guard-play", invalid: true)
+        case .insufficientScope: nil
         }
     }
 }

@@ -6,18 +6,20 @@ public enum RFC3339 {
     /// UTC text with milliseconds.
     public static func format(_ date: Date) -> String {
         let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        var seconds = milliseconds / 1000
-        let millis = Int(milliseconds - seconds * 1000)
-        var days = seconds / 86400
-        seconds -= days * 86400
-        if seconds < 0 {
-            seconds += 86400
-            days -= 1
-        }
+        // Floor division throughout, so an instant before 1970 counts its milliseconds and seconds up
+        // from the previous second and day, as the text does ("1969-12-31T23:59:59.899Z").
+        let (totalSeconds, millis) = floorDivision(milliseconds, 1000)
+        let (days, seconds) = floorDivision(totalSeconds, 86400)
         let (year, month, day) = civil(fromDays: days)
         return String(
             format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", year, month, day, Int(seconds / 3600),
-            Int(seconds / 60 % 60), Int(seconds % 60), millis)
+            Int(seconds / 60 % 60), Int(seconds % 60), Int(millis))
+    }
+
+    /// The quotient rounded toward minus infinity, and the remainder, which is then never negative.
+    private static func floorDivision(_ value: Int64, _ divisor: Int64) -> (Int64, Int64) {
+        let quotient = value / divisor - (value % divisor < 0 ? 1 : 0)
+        return (quotient, value - quotient * divisor)
     }
 
     /// The instant `text` names: `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; nil for anything else.

@@ -182,11 +182,17 @@ public final class Router: Sendable {
     /// The response to `request`.
     public func respond(to request: HTTPRequest) -> HTTPResponse {
         let start = DispatchTime.now().uptimeNanoseconds
-        let (index, response) = dispatch(request)
+        let (index, response, answered) = dispatch(request)
         var final = response
         if request.path.hasPrefix("/v1/") { applyCORS(request, to: &final) }
         if let metrics {
-            let labels = index.map { metrics.labels[$0] } ?? metrics.unmatched
+            var labels = index.map { metrics.labels[$0] } ?? metrics.unmatched
+            // A 405 or a preflight was not the route's method: count it under the request's own.
+            if let index, !answered {
+                labels.counter =
+                    Metrics.labelText(["route": routes[index].pattern, "method": Self.methodLabel(request.method)])
+                    + ",status=\""
+            }
             metrics.requests.increment(labelText: labels.counter + String(final.status) + "\"")
             metrics.duration.observe(
                 labelText: labels.histogram, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
@@ -200,15 +206,23 @@ public final class Router: Sendable {
         return rejection.problem.response()
     }
 
-    /// The index of the route that answered (nil when none matched) and its response.
-    private func dispatch(_ request: HTTPRequest) -> (Int?, HTTPResponse) {
+    /// A request method as a metrics label: the methods HTTP defines, and `other` for the rest, so a
+    /// client cannot make new series.
+    static func methodLabel(_ method: String) -> String {
+        ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT"].contains(method)
+            ? method : "other"
+    }
+
+    /// The index of the route whose path matched (nil when none did), the response, and whether that
+    /// route's handler answered (false for a 405 and a preflight, which no handler sees).
+    private func dispatch(_ request: HTTPRequest) -> (Int?, HTTPResponse, Bool) {
         let parts: [Substring]
         let query: [String: String]
         do {
             parts = try Self.pathSegments(request.path)
             query = try Self.queryParameters(request.query)
         } catch {
-            return (nil, Self.problem(for: error, log: options.log).response())
+            return (nil, Self.response(for: error, log: options.log), true)
         }
         let method = request.method == "HEAD" ? "GET" : request.method
         var firstMatch: Int?
@@ -219,25 +233,25 @@ public final class Router: Sendable {
             do {
                 let scopes = try authorize(route, request: request, parameters: parameters, query: query)
                 let context = RequestContext(request: request, parameters: parameters, query: query, scopes: scopes)
-                return (index, try route.handler(context))
+                return (index, try route.handler(context), true)
             } catch {
-                return (index, Self.problem(for: error, log: options.log).response())
+                return (index, Self.response(for: error, log: options.log), true)
             }
         }
         guard let firstMatch else {
-            return (nil, APIProblem.notFound("No route matches \(printable(request.path)).").problem.response())
+            return (nil, APIProblem.notFound("No route matches \(printable(request.path)).").problem.response(), true)
         }
         // The path exists but not for this method: the methods it does allow.
         let methods = Set(routes.filter { $0.match(parts) != nil }.map(\.method))
         let allowHeader = methods.union(methods.contains("GET") ? ["HEAD", "OPTIONS"] : ["OPTIONS"]).sorted()
             .joined(separator: ", ")
         if request.method == "OPTIONS" {
-            return (firstMatch, preflight(request, allow: allowHeader))
+            return (firstMatch, preflight(request, allow: allowHeader), false)
         }
         let problem = Problem(
             code: "method-not-allowed", title: "Method not allowed", status: 405,
             detail: "\(printable(request.method)) is not allowed here; use \(allowHeader).")
-        return (firstMatch, problem.response(headers: HTTPHeaders([("Allow", allowHeader)])))
+        return (firstMatch, problem.response(headers: HTTPHeaders([("Allow", allowHeader)])), false)
     }
 
     private func authorize(
@@ -265,6 +279,15 @@ public final class Router: Sendable {
         let parts = value.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         return parts[1].trimmingCharacters(in: .whitespaces)
+    }
+
+    /// The problem response for `error`, with its `WWW-Authenticate` challenge when it has one (401s).
+    static func response(for error: any Error, log: @Sendable (String) -> Void) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        if let challenge = (error as? any ProblemConvertible)?.challenge {
+            headers.add("WWW-Authenticate", challenge)
+        }
+        return problem(for: error, log: log).response(headers: headers)
     }
 
     static func problem(for error: any Error, log: @Sendable (String) -> Void) -> Problem {
@@ -372,11 +395,28 @@ public final class Router: Sendable {
         return options.corsOrigins.contains(origin) ? origin : nil
     }
 
-    /// Adds the CORS response fields for an allowed origin: the origin echoed (or `*` when any origin
-    /// is allowed, which never comes with credentials), and the fields hls.js reads.
+    /// Adds the CORS response fields, and `Vary: Origin` only when they depend on the request's
+    /// `Origin`, so a cache (nginx's segment cache) keeps one copy whatever `Origin` says:
+    /// - no CORS origins: no fields, no `Vary`;
+    /// - `*`, or a single origin: `Access-Control-Allow-Origin` with that value on every response, with
+    ///   or without an `Origin` (a browser on another origin sees the mismatch and refuses it);
+    /// - several origins: the allowed origin echoed, and `Vary: Origin` on every response, those
+    ///   without `Access-Control-Allow-Origin` too (otherwise a cached copy without the field would
+    ///   be served to an allowed origin).
+    /// `*` never comes with credentials. The other field is what hls.js reads.
     private func applyCORS(_ request: HTTPRequest, to response: inout HTTPResponse) {
-        response.headers.add("Vary", "Origin")
-        guard let origin = allowedOrigin(request) else { return }
+        let origins = options.corsOrigins
+        let origin: String
+        if origins.contains("*") {
+            origin = "*"
+        } else if origins.count == 1 {
+            origin = origins[0]
+        } else {
+            guard !origins.isEmpty else { return }
+            response.headers.add("Vary", "Origin")
+            guard let allowed = allowedOrigin(request) else { return }
+            origin = allowed
+        }
         response.headers.set("Access-Control-Allow-Origin", origin)
         response.headers.set("Access-Control-Expose-Headers", "Content-Length, Content-Range, Accept-Ranges, Location")
     }

@@ -56,18 +56,31 @@ enum SessionRoutes {
                     .response(status: 202)
             },
             Route("GET", "/v1/sessions/{id}/events", access: .scopeOrSessionToken(.control)) { context in
-                try events(gateway: gateway, session: context.parameter("id"))
+                // The credential that let the caller in: the session token, or else the API token.
+                let bearer = Router.bearer(context.request.headers)
+                let holder = (context.scopes.isEmpty ? context.query["token"] ?? bearer : bearer) ?? ""
+                return try events(gateway: gateway, session: context.parameter("id"), holder: holder)
             },
         ]
     }
 
     /// An event stream of the session's capture state, commands and revocation. It opens with the
-    /// current capture state and ends after a revocation.
-    static func events(gateway: Gateway, session id: String) throws -> HTTPResponse {
+    /// current capture state and ends after a revocation. Streams are capped per session, per token
+    /// (`holder`) and in all: over a cap the answer is 429 (503 for the total) with `Retry-After`.
+    static func events(gateway: Gateway, session id: String, holder: String) throws -> HTTPResponse {
         guard let current = gateway.sessions.session(id) else {
             throw GatewayError(.notFound, code: "session-not-found", detail: "No such session.")
         }
+        let ticket: StreamQuota.Ticket
+        switch gateway.streams.admit(session: id, holder: holder) {
+        case .success(let admitted): ticket = admitted
+        case .failure(let refusal):
+            // The connection is closed too, so a refused client cannot keep holding it.
+            return streamProblem(refusal, quota: gateway.streams).problem.response(
+                headers: HTTPHeaders([("Connection", "close")]))
+        }
         let stream = EventStream()
+        stream.onClose { ticket.release() }
         stream.send(Array("retry: 3000\n\n".utf8))
         // Subscribe before reading the state to send first, so no change falls between the two.
         let subscription = gateway.events.subscribe(session: id) { event in
@@ -85,6 +98,24 @@ enum SessionRoutes {
             stream.finish()
         }
         return HTTPResponse(status: 200, headers: eventStreamHeaders, body: .stream(stream))
+    }
+
+    /// The answer over a stream cap: 429 for a session's or a token's, 503 for the gateway's.
+    static func streamProblem(_ refusal: StreamRefusal, quota: StreamQuota) -> APIProblem {
+        switch refusal {
+        case .perSession:
+            APIProblem.later(
+                429, refusal.rawValue, "Too many event streams",
+                "This session already has \(quota.perSession) event streams open; close one first.", retryAfter: 5)
+        case .perToken:
+            APIProblem.later(
+                429, refusal.rawValue, "Too many event streams",
+                "This token already holds \(quota.perToken) event streams open; close one first.", retryAfter: 5)
+        case .total:
+            APIProblem.later(
+                503, refusal.rawValue, "Too many event streams",
+                "The gateway has as many event streams open as it allows; try again later.", retryAfter: 10)
+        }
     }
 
     /// `http://host` from a `Host` field that is a plain host name or address with an optional port.

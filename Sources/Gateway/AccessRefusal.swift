@@ -21,8 +21,8 @@ public enum AccessRefusal: String, Error, Sendable, Equatable, CaseIterable {
     case captureUnknown = "capture-unknown"
     /// No such key.
     case keyUnknown = "key-unknown"
-    /// Grants cannot be audited right now, so none are made.
-    case auditBacklog = "audit-backlog"
+    /// This client address was refused too often; it should wait `Retry-After` seconds.
+    case rateLimited = "rate-limited"
 
     /// The HTTP status: 401 when the token itself fails, 403 when a valid token is not enough.
     public var status: Int {
@@ -30,7 +30,16 @@ public enum AccessRefusal: String, Error, Sendable, Equatable, CaseIterable {
         case .tokenMissing, .tokenMalformed, .tokenTampered, .tokenExpired: 401
         case .wrongAsset, .sessionRevoked, .sessionUnknown, .captureActive, .captureUnknown: 403
         case .keyUnknown: 404
-        case .auditBacklog: 503
+        case .rateLimited: 429
+        }
+    }
+
+    /// True when the request carried a valid token (the refusal is about its session, asset or key),
+    /// so it is audited one record each; refusals without one are only counted.
+    public var carriesValidToken: Bool {
+        switch self {
+        case .tokenMissing, .tokenMalformed, .tokenTampered, .tokenExpired, .rateLimited: false
+        case .wrongAsset, .sessionRevoked, .sessionUnknown, .captureActive, .captureUnknown, .keyUnknown: true
         }
     }
 
@@ -47,7 +56,7 @@ public enum AccessRefusal: String, Error, Sendable, Equatable, CaseIterable {
         case .captureActive: "Screen capture active"
         case .captureUnknown: "Capture state unknown"
         case .keyUnknown: "Key not found"
-        case .auditBacklog: "Audit log backlogged"
+        case .rateLimited: "Too many refused requests"
         }
     }
 
@@ -64,7 +73,7 @@ public enum AccessRefusal: String, Error, Sendable, Equatable, CaseIterable {
         case .captureActive: "This asset's keys are withheld while the session reports a screen capture."
         case .captureUnknown: "This asset's keys are withheld until the session reports its capture state."
         case .keyUnknown: "No key with this ID exists."
-        case .auditBacklog: "The audit log is not keeping up; try again shortly."
+        case .rateLimited: "This address was refused too often; wait as long as Retry-After says."
         }
     }
 }

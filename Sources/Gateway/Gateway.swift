@@ -60,10 +60,13 @@ public final class Gateway: Sendable {
     public let jobs: PackagingJobs
     /// Playback sessions.
     public let sessions: SessionRegistry
+    /// Limits on open event streams.
+    public let streams: StreamQuota
 
     let catalog = AssetCatalog()
     let keyRequests: Metrics.Family
     let audit: AuditLog
+    let refusals: RefusalLimiter
     let signer: SessionTokenSigner
     let clock: any GatewayClock
     let log: @Sendable (String) -> Void
@@ -71,10 +74,12 @@ public final class Gateway: Sendable {
     private let lastPrune = Mutex(Date.distantPast)
 
     /// A gateway over `store`, with session tokens signed by a key derived from `kek`; `engine` is
-    /// the packager (nil in builds without one).
+    /// the packager (nil in builds without one). The audit trail goes to `auditWriter` when given
+    /// (tests pass one that fails), to `store` otherwise.
     public init(
         configuration: GatewayConfiguration, store: Store, kek: KeyEncryptionKey, engine: (any PackagingEngine)?,
-        clock: any GatewayClock = SystemClock(), log: @escaping @Sendable (String) -> Void
+        clock: any GatewayClock = SystemClock(), auditWriter: (any AuditWriting)? = nil,
+        log: @escaping @Sendable (String) -> Void
     ) throws(StoreError) {
         self.configuration = configuration
         self.store = store
@@ -84,7 +89,14 @@ public final class Gateway: Sendable {
         keyRequests = metrics.family(
             "guardplay_key_requests_total", .counter, help: "Key requests by outcome (granted or the refusal reason).")
         audit = AuditLog(
-            store: store, capacity: configuration.auditCapacity, interval: configuration.auditInterval, log: log)
+            writer: auditWriter ?? store, capacity: configuration.auditCapacity,
+            countCapacity: configuration.auditCountCapacity, retention: configuration.auditRetention,
+            interval: configuration.auditInterval, clock: clock, log: log)
+        refusals = RefusalLimiter(
+            burst: configuration.refusalBurst, rate: configuration.refusalRate, capacity: configuration.refusalClients)
+        streams = StreamQuota(
+            perSession: configuration.maxStreamsPerSession, perToken: configuration.maxStreamsPerToken,
+            total: configuration.maxStreams)
         sessions = SessionRegistry(
             store: store, hub: events, clock: clock, leaseDuration: configuration.captureLease, log: log)
         let catalog = self.catalog
@@ -137,6 +149,14 @@ public final class Gateway: Sendable {
     /// Writes queued audit records now.
     public func flushAudit() { audit.flush() }
 
+    /// Why the gateway should not take traffic now (its audit trail cannot be written), or nil.
+    public var unreadyReason: String? {
+        audit.failure.map { "The audit log cannot be written to the store: \($0)" }
+    }
+
+    /// Seconds a client refused for too many refusals should wait.
+    public var refusalRetryAfter: Int { refusals.retryAfter }
+
     /// Lets lapsed capture leases turn their sessions `unknown` now (the sweeper does this ten times
     /// a second; tests with a hand-moved clock call it directly).
     public func sweepLeases() { sessions.sweep() }
@@ -159,7 +179,7 @@ public final class Gateway: Sendable {
         }
         let session = try sessions.create(asset: asset, ttl: lifetime)
         metrics.increment("guardplay_sessions_created_total")
-        _ = audit.record(
+        audit.record(
             AuditRecord(
                 at: session.createdAt, action: "session-create", outcome: "granted", assetID: asset,
                 sessionID: session.id, remote: remote))
@@ -175,13 +195,14 @@ public final class Gateway: Sendable {
             throw GatewayError(.conflict, code: "session-revoked", detail: "The session was already revoked.")
         }
         metrics.increment("guardplay_sessions_revoked_total")
-        _ = audit.record(
+        audit.record(
             AuditRecord(
                 at: clock.now(), action: "session-revoke", outcome: "granted", assetID: session.record.assetID,
                 sessionID: id, remote: remote))
     }
 
-    /// Applies a client's capture report to its session.
+    /// Applies a client's capture report to its session; one observed too far from the gateway's clock
+    /// (`ObservedAtWindow`) is refused with a 422 and counted, and changes nothing.
     public func reportCapture(
         session id: String, capturing: Bool, seq: UInt64, observedAt: Date
     ) throws(GatewayError) -> (outcome: CaptureReportOutcome, session: SessionSnapshot) {
@@ -190,6 +211,10 @@ public final class Gateway: Sendable {
         }
         guard current.record.revokedAt == nil else {
             throw GatewayError(.conflict, code: "session-revoked", detail: "The session was revoked.")
+        }
+        do { try ObservedAtWindow(lease: configuration.captureLease).check(observedAt, now: clock.now()) } catch {
+            metrics.increment("guardplay_capture_reports_total", ["result": "implausible-observed-at"])
+            throw error
         }
         guard let result = sessions.reportCapture(session: id, capturing: capturing, seq: seq, observedAt: observedAt)
         else { throw GatewayError(.notFound, code: "session-not-found", detail: "No session '\(id)'.") }
@@ -223,7 +248,9 @@ public final class Gateway: Sendable {
 
     // MARK: Keys and playlists
 
-    /// The key `kid` for the holder of `token`, or the reason it is refused. Every outcome is audited.
+    /// The key `kid` for the holder of `token`, or the reason it is refused. Grants and refusals of a
+    /// valid token are audited one record each; refusals with no valid token are counted per minute,
+    /// reason and address. Refusals are rate-limited per address (`rateLimited`); grants never are.
     public func deliverKey(kid: String, token: String?, remote: String) -> Result<[UInt8], AccessRefusal> {
         let now = clock.now()
         var sessionID: String?
@@ -249,26 +276,33 @@ public final class Gateway: Sendable {
             }
             return .success(key.key)
         }()
-        let outcome: String
-        var reason: String?
         switch decision {
         case .success:
-            outcome = "granted"
+            audit.record(
+                AuditRecord(
+                    at: now, action: "key", outcome: "granted", assetID: assetID, kid: kid, sessionID: sessionID,
+                    remote: remote))
+            keyRequests.increment(labelText: "outcome=\"granted\"")
+            return decision
         case .failure(let refusal):
-            outcome = "refused"
-            reason = refusal.rawValue
+            let client = RefusalLimiter.client(remote)
+            // Outcomes are fixed codes, so the label text needs no escaping.
+            guard refusals.allow(client, now: now.timeIntervalSince1970) else {
+                audit.count(reason: AccessRefusal.rateLimited.rawValue, remote: client, at: now)
+                keyRequests.increment(labelText: "outcome=\"\(AccessRefusal.rateLimited.rawValue)\"")
+                return .failure(.rateLimited)
+            }
+            if refusal.carriesValidToken {
+                audit.record(
+                    AuditRecord(
+                        at: now, action: "key", outcome: "refused", reason: refusal.rawValue, assetID: assetID,
+                        kid: kid, sessionID: sessionID, remote: remote))
+            } else {
+                audit.count(reason: refusal.rawValue, remote: client, at: now)
+            }
+            keyRequests.increment(labelText: "outcome=\"\(refusal.rawValue)\"")
+            return decision
         }
-        let audited = audit.record(
-            AuditRecord(
-                at: now, action: "key", outcome: outcome, reason: reason, assetID: assetID, kid: kid,
-                sessionID: sessionID, remote: remote))
-        // Outcomes are fixed codes, so the label text needs no escaping.
-        guard audited else {
-            keyRequests.increment(labelText: "outcome=\"\(AccessRefusal.auditBacklog.rawValue)\"")
-            return .failure(.auditBacklog)
-        }
-        keyRequests.increment(labelText: "outcome=\"\(reason ?? "granted")\"")
-        return decision
     }
 
     /// The playlist `name` of `asset`, rewritten for the holder of `token`; nil when there is no such
@@ -383,6 +417,19 @@ public final class Gateway: Sendable {
         }
         metrics.gauge("guardplay_audit_backlog", help: "Audit records waiting to be written.") { [audit] in
             Double(audit.backlog)
+        }
+        metrics.counter(
+            "guardplay_audit_dropped_total",
+            help: "Audit records dropped because the queue was full (the store failing)."
+        ) { [audit] in Double(audit.dropped) }
+        metrics.gauge("guardplay_audit_store_failing", help: "1 while audit records cannot be written to the store.") {
+            [audit] in audit.failure == nil ? 0 : 1
+        }
+        metrics.gauge("guardplay_store_bytes", help: "Bytes the database takes on disk, write-ahead log included.") {
+            [store] in Double(store.sizeInBytes)
+        }
+        metrics.gauge("guardplay_refusal_limiter_clients", help: "Client addresses the refusal rate limit tracks.") {
+            [refusals] in Double(refusals.count)
         }
         metrics.gauge("guardplay_event_subscribers", help: "Open session event streams.") { [events] in
             Double(events.subscriberCount)

@@ -22,8 +22,24 @@ public struct GatewayConfiguration: Sendable {
     public var keyPathPrefix: String
     /// How often queued audit records are written.
     public var auditInterval: TimeInterval
-    /// Audit records that may wait in memory before key requests are refused.
+    /// Audit records that may wait in memory; past it the oldest are dropped (and counted).
     public var auditCapacity: Int
+    /// How long audit records and refusal counts are kept before the writer prunes them.
+    public var auditRetention: TimeInterval = 30 * 86400
+    /// Client addresses whose refusals are counted each minute; further addresses share one count.
+    public var auditCountCapacity = 10_000
+    /// Refused key requests one client address may make at once before it gets 429.
+    public var refusalBurst: Double = 30
+    /// Refused key requests a second one client address regains.
+    public var refusalRate: Double = 5
+    /// Client addresses the refusal limiter tracks at most.
+    public var refusalClients = 10_000
+    /// Event streams one session may have open.
+    public var maxStreamsPerSession = 4
+    /// Event streams one token (session or API token) may hold open.
+    public var maxStreamsPerToken = 16
+    /// Event streams open in all; keep it below the server's connection limit.
+    public var maxStreams = 768
 
     /// A configuration with the defaults for everything but the data directory.
     public init(
@@ -44,4 +60,9 @@ public struct GatewayConfiguration: Sendable {
         self.auditInterval = auditInterval
         self.auditCapacity = auditCapacity
     }
+}
+
+extension GatewayConfiguration {
+    /// The capture lease when none is configured (`--lease`): how long a session's report holds.
+    public static let defaultCaptureLease: TimeInterval = 10
 }

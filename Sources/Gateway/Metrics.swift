@@ -126,6 +126,11 @@ public final class Metrics: Sendable {
         family(name, .gauge, help: help).series.withLock { $0.readers[key] = read }
     }
 
+    /// A counter read when the metrics are rendered, for counts another object keeps.
+    public func counter(_ name: String, help: String, read: @escaping @Sendable () -> Double) {
+        family(name, .counter, help: help).series.withLock { $0.readers[""] = read }
+    }
+
     /// The current value of a counter or gauge series; tests read it.
     public func value(_ name: String, _ labels: KeyValuePairs<String, String> = [:]) -> Double {
         families.withLock { $0[name] }?.value(labelText: Self.labelText(labels)) ?? 0

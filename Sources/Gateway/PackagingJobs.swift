@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import MediaCore
 public import Store
 import Synchronization
 
@@ -142,6 +143,14 @@ public final class PackagingJobs: Sendable {
             throw GatewayError(
                 .invalid, code: "input-not-found", detail: "input is not a regular file under the input root.")
         }
+        // The data directory holds the gateway's own files (its database, its KEK, job outputs it deletes
+        // and replaces): none of them may be an input, so no job's output can land on one.
+        if PathIdentity(configuration.dataDirectory).contains(PathIdentity(resolved)) {
+            throw GatewayError(
+                .invalid, code: "input-in-data-directory",
+                detail: "input lies inside the gateway's data directory, among its own files; package media from "
+                    + "outside it.")
+        }
         return resolved
     }
 
@@ -200,8 +209,10 @@ public final class PackagingJobs: Sendable {
         let attemptDirectory = "\(assetsDirectory)/\(id)-\(job.attempts)"
         live.withLock { $0.progress[id] = 0 }
         defer { live.withLock { _ = $0.progress.removeValue(forKey: id) } }
+        var resolvedInput: String?
         do {
             let input = try resolveInput(job.input)
+            resolvedInput = input
             let kid = job.kid ?? Identifier.randomHex(16)
             let key = try contentKey(kid: kid, asset: job.assetID)
             try FileManager.default.createDirectory(atPath: assetsDirectory, withIntermediateDirectories: true)
@@ -222,10 +233,24 @@ public final class PackagingJobs: Sendable {
         } catch {
             try? FileManager.default.removeItem(atPath: attemptDirectory)
             let message = (error as? GatewayError)?.detail ?? "\(error)"
-            _ = try? store.finishJob(id, state: .failed, error: message, at: clock.now())
+            let shown = clientMessage(message, input: resolvedInput, as: job.input)
+            _ = try? store.finishJob(id, state: .failed, error: shown, at: clock.now())
             log("jobs: \(id) failed: \(message)")
         }
         live.withLock { _ = $0.cancelled.remove(id) }
+    }
+
+    /// `message` as the client may read it: the input named as the client gave it (`given`, relative
+    /// to the input root) instead of its absolute path `resolved`, and no other path of the server's
+    /// input root or data directory; the log keeps the full message.
+    func clientMessage(_ message: String, input resolved: String?, as given: String) -> String {
+        var shown = message
+        if let resolved { shown = shown.replacingOccurrences(of: resolved, with: given) }
+        let roots = [configuration.inputRoot, configuration.dataDirectory].flatMap { [canonicalPath($0), $0] }
+        for case let root? in roots where !root.isEmpty && root != "/" {
+            shown = shown.replacingOccurrences(of: root.hasSuffix("/") ? root : root + "/", with: "")
+        }
+        return shown
     }
 
     /// The job's key: the stored one when an earlier attempt made it, otherwise a fresh one, stored

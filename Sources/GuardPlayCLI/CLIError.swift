@@ -24,6 +24,8 @@ enum ExitCode: Int32, Sendable {
     case inputUnsupported = 16
     /// The input is already encrypted.
     case inputEncrypted = 17
+    /// The player: the video's pictures are over `--max-pixels`, or their size cannot be decoded.
+    case inputPictureTooLarge = 18
     /// The output cannot be written, or exists and `--force` was not given.
     case outputFailed = 20
     /// The output directory or key file already exists and `--force` was not given.

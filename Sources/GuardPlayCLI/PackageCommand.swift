@@ -29,19 +29,25 @@ enum PackageCommand {
           --audio-format FORMAT     ts (default) or packed: ID3-tagged ADTS/AC-3 audio, each audio
                                     stream in a playlist of its own (a rendition beside video)
           --still-duration SECS     seconds of video made from a still image (default 10)
-          --force                   replace an existing DIR and key file once the new output is complete
+          --max-pixels N|WxH        refuse video with larger pictures, exit 16 (default 8192x8192;
+                                    each side at most 8192 or the square root of N)
+          --force                   replace an existing DIR and key file once the new output is complete;
+                                    only a previous output (it holds .guard-play-output) and a plain
+                                    16-byte key file, never a symbolic link or a file it did not write
           --json                    print the result as JSON instead of a summary
           --quiet                   print no notices or progress
 
-        Exit codes: 0 done; 2 usage; 3 bad option value; 10-17 input problems (missing, empty, text,
-        unrecognised, corrupt, no streams, refused codec or a still over 4096x4096, already encrypted);
-        20 output failed; 21 output exists; 130 interrupted. See README.md.
+        Exit codes: 0 done; 2 usage, or an output or key file that would land on an input; 3 bad option
+        value; 10-17 input problems (missing, empty, text, unrecognised, corrupt, no streams, refused codec,
+        a still over 4096x4096 or video over --max-pixels, already encrypted); 20 output failed; 21 output
+        exists (or --force may not replace it); 130 interrupted. See README.md.
         """
 
     static let options: [Arguments.Option] = [
         .init("out"), .init("encryption"), .init("key"), .init("iv"), .init("key-id"), .init("key-file"),
         .init("key-uri"), .init("key-format"), .init("segment-duration"), .init("audio-format"),
         .init("still-duration"), .init("force", .flag), .init("json", .flag), .init("quiet", .flag),
+        .init("max-pixels"),
     ]
 
     static func run(_ arguments: [String]) throws(CLIError) -> ExitCode {
@@ -67,6 +73,7 @@ enum PackageCommand {
         options.segmentDuration = try parsed.parsed("segment-duration", as: "seconds from 1 to 60", seconds) ?? 6
         options.stillDuration = try parsed.parsed("still-duration", as: "seconds from 1 to 3600", seconds) ?? 10
         options.force = parsed.has("force")
+        options.maxPixels = try maxPixels(parsed)
         if options.encryption == .none { options.keyFile = nil }
         let quiet = parsed.has("quiet")
         let json = parsed.has("json")
@@ -109,10 +116,18 @@ enum PackageCommand {
         case .unsupportedCodec: .inputUnsupported
         case .encryptedInput: .inputEncrypted
         case .outputExists: .outputExists
+        case .pathConflict: .usage
         case .outputFailed: .outputFailed
         case .invalidOptions: .badValue
         case .cancelled: .interrupted
         }
+    }
+
+    /// `--max-pixels` of `package` and `verify`, or the default 8192×8192.
+    static func maxPixels(_ parsed: Arguments) throws(CLIError) -> Int {
+        try parsed.parsed("max-pixels", as: "a pixel count or WxH, at most 2147483647 pixels") {
+            PictureSizeLimit(parsing: $0)?.maxPixels
+        } ?? PictureSizeLimit.standard.maxPixels
     }
 
     private static func hex16(_ text: String) -> [UInt8]? {

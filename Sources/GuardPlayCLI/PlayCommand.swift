@@ -19,7 +19,8 @@ enum PlayCommand {
           --on-unknown protect|allow   what an unknown capture state does (default protect)
           --mask black|pixelate|image:PATH   how masked video looks (default black)
           --output FILE|null           write what a capture would record (.wav .flac .m4a .mkv .mp4 .mov),
-                                       or decode and drop (null); default: the sound card
+                                       or decode and drop (null); default: the sound card; never
+                                       the input itself (exit 2)
           --realtime | --fast          pacing (default realtime, fast when --output is given)
           --start S  --length S        play from S seconds, for S seconds
           --volume V                   linear gain, 0 to 4 (default 1)
@@ -28,6 +29,8 @@ enum PlayCommand {
           --loop N                     play N times (0 = forever)
           --status line|json|none      status display (default: a live line on a terminal)
           --threads N                  video decoder threads (default: automatic)
+          --max-pixels N|WxH           refuse video with larger pictures (default 8192x8192; each side
+                                       at most 8192 or the square root of N)
           --video-out auto|window|null where video goes when playing to the device (default auto: a
                                        window when DISPLAY or WAYLAND_DISPLAY is set, otherwise null)
           --flicker[=x,y,w,h]          in the window, alternate two complementary random pixel masks of
@@ -43,8 +46,12 @@ enum PlayCommand {
           --control HOST:PORT          serve the player's REST control API there (GET /v1/player, POST
                                        /v1/player/{pause,resume,seek}, PUT /v1/player/capture-state,
                                        /v1/player/events); it adds the remote capture source, and takes
-                                       API tokens (scope control) from --data
-          --data DIR                   the gateway data directory holding API tokens (default ./guard-data)
+                                       API tokens (scope control) from --data; HOST must be a
+                                       loopback address unless --control-public is given
+          --control-public             allow --control on an address other hosts can reach (plain
+                                       HTTP: tokens cross the network unencrypted)
+          --data DIR                   the gateway data directory holding API tokens (required with
+                                       --control; made by guard-play tokens create --data DIR)
           Keys on a terminal or in the window: space pause, ←/→ seek 5 s, m mute, r toggle simulated
           recording, q quit.
         """
@@ -54,7 +61,8 @@ enum PlayCommand {
         .init("output"), .init("realtime", .flag), .init("fast", .flag), .init("start"), .init("length"),
         .init("volume"), .init("mute", .flag), .init("no-audio", .flag), .init("no-video", .flag), .init("loop"),
         .init("status"), .init("threads"), .init("video-out"), .init("capture-source"), .init("poll-interval"),
-        .init("recorders", repeatable: true), .init("control"), .init("data"), .init("flicker", .optionalValue),
+        .init("recorders", repeatable: true), .init("control"), .init("data"), .init("max-pixels"),
+        .init("control-public", .flag), .init("flicker", .optionalValue),
     ]
 
     /// What the command line asked for, checked.
@@ -159,6 +167,10 @@ enum PlayCommand {
                 Int($0).flatMap { (0...64).contains($0) ? $0 : nil }
             }
             ?? 0
+        player.maxPixels =
+            try parsed.parsed("max-pixels", as: "a pixel count or WxH, at most 2147483647 pixels") {
+                PictureSizeLimit(parsing: $0)?.maxPixels
+            } ?? PictureSizeLimit.standard.maxPixels
         player.muted = parsed.has("mute")
         player.audioEnabled = !parsed.has("no-audio")
         player.videoEnabled = !parsed.has("no-video")
@@ -225,10 +237,24 @@ enum PlayCommand {
         if let address = parsed.value("control") {
             var configuration = ServeConfiguration()
             try configuration.set("listen", address, source: "--control")
-            if let data = parsed.value("data") { try configuration.set("data", data, source: "--data") }
+            if !ServeCommand.isLoopback(configuration.host) && !parsed.has("control-public") {
+                throw CLIError(
+                    .usage,
+                    "--control \(address) is not a loopback address: the control API would be reachable from "
+                        + "the network over plain HTTP; listen on 127.0.0.1, or add --control-public to mean it")
+            }
+            // No default: a directory made here would hold no tokens, so no client could call in.
+            guard let data = parsed.value("data") else {
+                throw CLIError(
+                    .usage,
+                    "--control needs --data DIR, the gateway data directory holding its API tokens (scope control)")
+            }
+            try configuration.set("data", data, source: "--data")
             control = configuration
         } else if parsed.has("data") {
             throw CLIError(.usage, "--data is only used with --control")
+        } else if parsed.has("control-public") {
+            throw CLIError(.usage, "--control-public is only used with --control")
         }
         return Request(
             player: player, scheduled: scheduled, policy: policy, status: status, capture: capture,
@@ -254,8 +280,10 @@ enum PlayCommand {
         case .inputTruncated: .inputTruncated
         case .inputNoStreams: .inputNoStreams
         case .inputUnsupported: .inputUnsupported
+        case .inputPictureTooLarge: .inputPictureTooLarge
         case .maskImage: .badValue
         case .output: .outputFailed
+        case .outputIsInput: .usage
         case .device, .other: .failure
         }
     }

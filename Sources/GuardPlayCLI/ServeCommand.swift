@@ -17,12 +17,14 @@ enum ServeCommand {
         options (each may also be a `key = value` line in --config FILE):
           --listen HOST:PORT      address to listen on (default 127.0.0.1:8080; port 0 picks one)
           --data DIR              database, KEK file and packaged assets (default ./guard-data)
-          --kek-file FILE         key-encryption key file, created 0600 when missing (default DATA/kek);
+          --kek-file FILE         key-encryption key file, created 0600 when missing (default: systemd's
+                                  credential $CREDENTIALS_DIRECTORY/kek when there is one, else DATA/kek);
                                   the GUARDPLAY_KEK environment variable (64 hex digits) overrides it
           --public-url URL        base of the playback URLs sessions return (default: the request's Host)
           --cors-origin ORIGIN    an origin browsers may call from (repeatable; * allows any, never with
                                   credentials)
-          --input-root DIR        packaging inputs must lie inside DIR (default .)
+          --input-root DIR        packaging inputs must lie inside DIR (default .), never inside --data;
+                                  a --data that is or holds DIR is refused (exit 2)
           --import-root DIR       directories PUT /v1/assets/{id} may import from (repeatable)
           --session-ttl DURATION  default session lifetime (default 4h)
           --lease DURATION        how long a capture report holds (default 10s)
@@ -37,6 +39,12 @@ enum ServeCommand {
           --body-timeout DURATION time a client has to send a request body after its header (default 30s)
           --max-body BYTES        largest request body (default 65536)
           --drain DURATION        time /readyz reports draining before the server stops (default 5s)
+          --audit-retention DURATION
+                                  how long audit records are kept; older ones are pruned (default 30d)
+          --trusted-proxy CIDR    a proxy whose X-Forwarded-For names the client, for the audit log and
+                                  the per-client limits (repeatable; an address or range such as 10.0.0.0/8)
+          --max-streams N         event streams open at most, below --connection-limit so the rest stay
+                                  for other requests (default three quarters of the connection limit)
           --check-config          check the configuration and exit
         """
 
@@ -47,9 +55,19 @@ enum ServeCommand {
             throw CLIError(.usage, "serve takes no arguments, got '\(parsed.positionals[0])'")
         }
         let configuration = try ServeConfiguration.load(parsed)
+        try configuration.checkDirectoriesApart()
+        if let streams = configuration.maxStreams, streams >= configuration.connectionLimit {
+            throw CLIError(
+                .badValue,
+                "--max-streams \(streams) must be below --connection-limit "
+                    + "\(configuration.connectionLimit), so other requests keep connections of their own")
+        }
         if parsed.has("check-config") {
+            // The checks a real start makes on the KEK, with the same message, so a unit does not
+            // pass ExecStartPre and then restart-loop.
+            let source = try checkKEK(configuration)
             print(
-                "configuration ok: listen \(configuration.host):\(configuration.port), data \(configuration.dataDirectory)"
+                "configuration ok: listen \(configuration.host):\(configuration.port), data \(configuration.dataDirectory), kek \(source)"
             )
             return .success
         }
@@ -78,7 +96,8 @@ enum ServeCommand {
                 configuration: GatewayConfiguration(
                     dataDirectory: configuration.dataDirectory, inputRoot: configuration.inputRoot,
                     importRoots: configuration.importRoots, sessionTTL: configuration.sessionTTL,
-                    captureLease: configuration.captureLease, jobWorkers: configuration.jobWorkers),
+                    captureLease: configuration.captureLease, jobWorkers: configuration.jobWorkers
+                ).withAuditAndStreamLimits(of: configuration),
                 store: store, kek: kek, engine: PackagerEngine(), log: log)
             try gateway.start()
         } catch {
@@ -96,6 +115,11 @@ enum ServeCommand {
         // Written straight to the descriptor (not buffered) so a supervisor or test sees it at once.
         FileHandle.standardOutput.write(
             Data("guard-play serve: listening on http://\(urlHost(configuration.host)):\(server.port)\n".utf8))
+        if !isLoopback(configuration.host) {
+            log(
+                "warning: listening on \(configuration.host) over plain HTTP: tokens and keys cross the network "
+                    + "unencrypted; put TLS in front (deploy/nginx) and listen on 127.0.0.1")
+        }
 
         var received: Int32 = 0
         sigwait(&signals, &received)
@@ -122,13 +146,51 @@ enum ServeCommand {
             throw CLIError(.outputFailed, "cannot create the data directory \(configuration.dataDirectory): \(error)")
         }
         do {
+            let (environment, file, credentials) = kekSource(configuration)
             let kek = try KeyEncryptionKey.load(
-                environmentValue: ProcessInfo.processInfo.environment["GUARDPLAY_KEK"],
-                file: configuration.kekFile ?? configuration.dataDirectory + "/kek")
+                environmentValue: environment, file: file, credentialsDirectory: credentials)
             return (try Store(directory: configuration.dataDirectory, kek: kek), kek)
         } catch {
             throw CLIError(.failure, "\(error)")
         }
+    }
+
+    /// `openStore`'s KEK checks without creating anything; returns where the KEK comes from.
+    static func checkKEK(_ configuration: ServeConfiguration) throws(CLIError) -> String {
+        do {
+            let (environment, file, credentials) = kekSource(configuration)
+            return try KeyEncryptionKey.check(
+                environmentValue: environment, file: file, credentialsDirectory: credentials)
+        } catch {
+            throw CLIError(.failure, "\(error)")
+        }
+    }
+
+    /// Where the KEK comes from: GUARDPLAY_KEK; else --kek-file; else systemd's credential `kek`
+    /// (`LoadCredential=kek:…` puts it at `$CREDENTIALS_DIRECTORY/kek`) when there is one; else DATA/kek.
+    static func kekSource(_ configuration: ServeConfiguration) -> (
+        environment: String?, file: String, credentials: String?
+    ) {
+        let environment = ProcessInfo.processInfo.environment
+        let credentials = environment["CREDENTIALS_DIRECTORY"].flatMap { $0.isEmpty ? nil : $0 }
+        let credential = credentials.map { $0 + "/kek" }.flatMap {
+            FileManager.default.fileExists(atPath: $0) ? $0 : nil
+        }
+        let file = configuration.kekFile ?? credential ?? configuration.dataDirectory + "/kek"
+        return (environment["GUARDPLAY_KEK"], file, credentials)
+    }
+
+    /// Whether `host` is a loopback address (127.0.0.0/8, ::1 or `localhost`): anything else may be
+    /// reachable from the network.
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { Array($0) } == [UInt8](repeating: 0, count: 15) + [1]
+        }
+        return false
     }
 
     static func urlHost(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
@@ -137,9 +199,25 @@ enum ServeCommand {
 extension ServeConfiguration {
     /// The HTTP server's address and limits.
     func httpServer(log: @escaping @Sendable (String) -> Void) -> HTTPServerConfiguration {
-        HTTPServerConfiguration(
+        var server = HTTPServerConfiguration(
             host: host, port: port, threads: threads, connectionLimit: connectionLimit,
             perClientConnectionLimit: perIPConnectionLimit, idleTimeoutSeconds: Int(idleTimeout.rounded(.up)),
             headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, maxBodyBytes: maxBodyBytes, log: log)
+        if case .success(let proxies) = TrustedProxies.parse(trustedProxies) { server.trustedProxies = proxies }
+        return server
+    }
+
+    /// Event streams open at most: as configured, or three quarters of the connection limit, so a
+    /// quarter of the connections stays for requests that are not streams.
+    var streamLimit: Int { maxStreams ?? connectionLimit * 3 / 4 }
+}
+
+extension GatewayConfiguration {
+    /// This configuration with the audit retention and the stream limit `serve` was given.
+    func withAuditAndStreamLimits(of serve: ServeConfiguration) -> GatewayConfiguration {
+        var configuration = self
+        configuration.auditRetention = serve.auditRetention
+        configuration.maxStreams = serve.streamLimit
+        return configuration
     }
 }

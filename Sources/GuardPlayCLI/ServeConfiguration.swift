@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 
 /// Everything `guard-play serve` (and `guard-play tokens`) can be told, from a config file and the
 /// command line; the command line wins. The file holds `key = value` lines whose keys are the long
@@ -23,15 +24,19 @@ struct ServeConfiguration: Equatable {
     var bodyTimeout: Double = 30
     var maxBodyBytes = 64 * 1024
     var drain: Double = 5
+    var auditRetention: Double = 30 * 86400
+    var trustedProxies: [String] = []
+    /// Event streams open at most; nil for three quarters of the connection limit.
+    var maxStreams: Int?
 
     /// The options that take a value, shared by the config file and the command line.
     static let keys = [
         "listen", "data", "kek-file", "public-url", "cors-origin", "input-root", "import-root", "session-ttl", "lease",
         "job-workers", "threads", "connection-limit", "per-ip-connection-limit", "idle-timeout", "header-timeout",
-        "body-timeout", "max-body", "drain",
+        "body-timeout", "max-body", "drain", "audit-retention", "trusted-proxy", "max-streams",
     ]
     /// Keys that may be given more than once on the command line (the file takes comma lists).
-    static let repeatable: Set<String> = ["cors-origin", "import-root"]
+    static let repeatable: Set<String> = ["cors-origin", "import-root", "trusted-proxy"]
 
     /// The command-line options, for `Arguments`.
     static var options: [Arguments.Option] {
@@ -138,13 +143,21 @@ struct ServeConfiguration: Equatable {
         case "body-timeout": bodyTimeout = try duration(1...3600)
         case "max-body": maxBodyBytes = try count(1024...64 * 1024 * 1024)
         case "drain": drain = try duration(0...300)
+        case "audit-retention": auditRetention = try duration(3600...10 * 365 * 86400)
+        case "trusted-proxy":
+            let ranges = list()
+            if case .failure(let error) = TrustedProxies.parse(ranges) {
+                throw CLIError(.badValue, "\(source): \(error)")
+            }
+            trustedProxies = ranges
+        case "max-streams": maxStreams = try count(1...100_000)
         default: throw CLIError(.usage, "\(source): unknown key '\(key)'")
         }
     }
 
-    /// `30`, `30s`, `5m`, `4h` or `1.5s`, in seconds.
+    /// `30`, `30s`, `5m`, `4h`, `30d` or `1.5s`, in seconds.
     static func parseDuration(_ text: String) -> Double? {
-        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600]
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
         var number = Substring(text)
         var scale = 1.0
         if let last = number.last, let unit = units[last] {

@@ -6,7 +6,7 @@ import Packager
 /// prints a per-stream report, and exits non-zero on any problem or mismatch.
 enum VerifyCommand {
     static let help = """
-        usage: guard-play verify DIR [--source FILE] [--key-file FILE | --key HEX] [--json]
+        usage: guard-play verify DIR [--source FILE] [--key-file FILE | --key HEX] [--max-pixels N] [--json]
 
         Checks a packaged output: playlist tags, versions, EXTINF against TARGETDURATION, key lines with
         explicit IVs, PAT/PMT signalling, continuity counters, I-frame byte ranges and bandwidths; decrypts
@@ -18,13 +18,16 @@ enum VerifyCommand {
           --key-file FILE   the key: 16 raw bytes or 32 hex digits (default: the key URI when it names a
                             local file)
           --key HEX         the key as 32 hex digits
+          --max-pixels N    refuse a source with larger pictures (default 8192x8192), exit 16
           --json            print the report as JSON
 
         Exit codes: 0 verified; 2 usage or no key; 10 no output directory; 30 content differs from the
         source; 31 the output breaks a rule or cannot be read; 10-17 the source cannot be read.
         """
 
-    static let options: [Arguments.Option] = [.init("source"), .init("key-file"), .init("key"), .init("json", .flag)]
+    static let options: [Arguments.Option] = [
+        .init("source"), .init("key-file"), .init("key"), .init("json", .flag), .init("max-pixels"),
+    ]
 
     static func run(_ arguments: [String]) throws(CLIError) -> ExitCode {
         let parsed = try Arguments(arguments, options: options)
@@ -45,9 +48,12 @@ enum VerifyCommand {
             }
             key = parsedKey
         }
+        let maxPixels = try PackageCommand.maxPixels(parsed)
         let report: VerificationReport
         do {
-            report = try Verifier(directory: parsed.positionals[0], key: key, source: parsed.value("source")).run()
+            report = try Verifier(
+                directory: parsed.positionals[0], key: key, source: parsed.value("source"), maxPixels: maxPixels
+            ).run()
         } catch {
             switch error.kind {
             case .outputMissing: throw CLIError(.inputMissing, error.message)

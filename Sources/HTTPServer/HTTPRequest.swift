@@ -11,13 +11,16 @@ public struct HTTPRequest: Sendable {
     public var headers: HTTPHeaders
     /// The body, at most the server's body cap.
     public var body: [UInt8]
-    /// The client's address as text (`127.0.0.1`), or empty when unknown.
+    /// The client's address as text (`127.0.0.1`), or empty when unknown: the peer's, or behind a
+    /// trusted proxy the one its `X-Forwarded-For` names.
     public var remoteAddress: String
+    /// The address of the socket's other end (a proxy, when there is one).
+    public var peerAddress: String
 
     /// A request value; servers build these from the wire and tests build them by hand.
     public init(
         method: String, path: String, query: String? = nil, headers: HTTPHeaders = HTTPHeaders(),
-        body: [UInt8] = [], remoteAddress: String = ""
+        body: [UInt8] = [], remoteAddress: String = "", peerAddress: String? = nil
     ) {
         self.method = method
         self.path = path
@@ -25,6 +28,7 @@ public struct HTTPRequest: Sendable {
         self.headers = headers
         self.body = body
         self.remoteAddress = remoteAddress
+        self.peerAddress = peerAddress ?? remoteAddress
     }
 
     /// A request for `target` (a path with an optional `?query`), split as the server splits it.

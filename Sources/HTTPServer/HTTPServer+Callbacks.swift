@@ -137,9 +137,12 @@ func handleRequest(
         return server.queue(server.rejectionResponder(rejection), on: connection, closing: true)
     }
     let (path, query) = splitTarget(context.target)
+    let peer = context.connection.remoteAddress
     let request = HTTPRequest(
         method: context.method, path: path, query: query, headers: context.headers, body: context.body,
-        remoteAddress: context.connection.remoteAddress)
+        remoteAddress: server.configuration.trustedProxies.client(
+            peer: peer, forwardedFor: context.headers.values("X-Forwarded-For")),
+        peerAddress: peer)
     return server.queue(server.handler(request), on: connection, closing: false)
 }
 

@@ -33,6 +33,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var heartbeatInterval: Double
     /// Where the daemon's own diagnostics go.
     public var log: @Sendable (String) -> Void
+    /// Proxies whose `X-Forwarded-For` names the client (`HTTPRequest.remoteAddress`); none by default.
+    public var trustedProxies = TrustedProxies()
 
     /// A configuration with the given address and the default limits.
     public init(

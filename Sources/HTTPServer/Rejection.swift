@@ -4,6 +4,8 @@ public struct Rejection: Sendable, Equatable {
     public enum Reason: String, Sendable, CaseIterable {
         /// An HTTP/1.1 request without a `Host` field.
         case missingHost = "missing-host"
+        /// More than one `Host` field: which host the request is for is ambiguous (RFC 9112 §3.2).
+        case repeatedHost = "repeated-host"
         /// A header field name that is not an HTTP token.
         case invalidHeaderName = "invalid-header-name"
         /// Both `Transfer-Encoding` and `Content-Length`: the body's framing is ambiguous.
@@ -64,6 +66,9 @@ extension HTTPServerConfiguration {
         }
         if version == "HTTP/1.1" && !headers.contains("Host") {
             return Rejection(.missingHost, status: 400, detail: "An HTTP/1.1 request must carry a Host field.")
+        }
+        if headers.values("Host").count > 1 {
+            return Rejection(.repeatedHost, status: 400, detail: "The request carries more than one Host field.")
         }
         let encodings = headers.values("Transfer-Encoding")
         let lengths = headers.values("Content-Length")

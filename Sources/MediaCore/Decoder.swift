@@ -18,9 +18,12 @@ public final class Decoder {
     /// The time base of the packets it takes and the frames it returns (the stream's).
     public let timeBase: Rational
 
-    init(parameters: UnsafePointer<AVCodecParameters>, timeBase: Rational, threads: Int, subject: String)
-        throws(MediaError)
-    {
+    /// Opens a decoder for `parameters`; `maxPixels` is libavcodec's `max_pixels` option, so no frame
+    /// larger than that is allocated (a later SPS claiming more makes that picture fail to decode).
+    init(
+        parameters: UnsafePointer<AVCodecParameters>, timeBase: Rational, threads: Int, maxPixels: Int,
+        subject: String
+    ) throws(MediaError) {
         self.subject = subject
         self.timeBase = timeBase
         guard let codec = avcodec_find_decoder(parameters.pointee.codec_id) else {
@@ -34,7 +37,11 @@ public final class Decoder {
         try check(avcodec_parameters_to_context(context, parameters), "avcodec_parameters_to_context(\(subject))")
         context.pointee.pkt_timebase = timeBase.av
         context.pointee.thread_count = Int32(threads)
-        try check(avcodec_open2(context, codec, nil), "avcodec_open2(\(subject))")
+        var options: OpaquePointer? = nil
+        av_dict_set(&options, "max_pixels", "\(maxPixels)", 0)
+        let status = avcodec_open2(context, codec, &options)
+        av_dict_free(&options)
+        try check(status, "avcodec_open2(\(subject))")
     }
 
     deinit {

@@ -19,12 +19,21 @@ public final class InputContext {
     /// What can interrupt its blocking reads, kept as long as the context that calls it back.
     private let interruption: InputInterruption?
 
+    /// The largest picture a decoder of this input may allocate.
+    public let pictureLimit: PictureSizeLimit
+
     /// Opens `path` and reads enough to know its streams (`avformat_open_input`,
     /// `avformat_find_stream_info`); `options` are demuxer options, such as the HLS demuxer's
     /// `allowed_extensions`. With `interruption`, its `interrupt()` makes blocking reads fail at once.
-    public init(path: String, options: [String: String] = [:], interruption: InputInterruption? = nil)
-        throws(MediaError)
-    {
+    ///
+    /// The decoders that probing opens get libavcodec's `max_pixels` from `pictureLimit`, so a hostile
+    /// header cannot make them allocate; a video stream over the limit then throws `.pictureTooLarge`, and
+    /// one whose size could not be decoded `.undecodablePicture`. A file that starts as a known format but
+    /// fails to open throws `.truncated` (see `classifyOpenFailure`).
+    public init(
+        path: String, options: [String: String] = [:], interruption: InputInterruption? = nil,
+        pictureLimit: PictureSizeLimit = .standard
+    ) throws(MediaError) {
         var opened: UnsafeMutablePointer<AVFormatContext>? = nil
         if let interruption {
             // avformat_open_input frees a context it was given when it fails.
@@ -38,24 +47,73 @@ public final class InputContext {
         for (key, value) in options { av_dict_set(&dictionary, key, value, 0) }
         let openStatus = avformat_open_input(&opened, path, nil, &dictionary)
         av_dict_free(&dictionary)
-        try check(openStatus, "avformat_open_input(\(path))")
+        if openStatus < 0 {
+            throw InputContext.classifyOpenFailure(
+                MediaError(code: openStatus, operation: "avformat_open_input(\(path))"), path: path)
+        }
         guard let opened else {
             throw MediaError(operation: "avformat_open_input(\(path))", message: "no context returned")
         }
-        let status = avformat_find_stream_info(opened, nil)
+        // One codec-option dictionary per stream known now (FFmpeg reads no more than that many).
+        let count = Int(opened.pointee.nb_streams)
+        let codecOptions = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: max(count, 1))
+        codecOptions.initialize(repeating: nil, count: max(count, 1))
+        for index in 0..<count { av_dict_set(&codecOptions[index], "max_pixels", "\(pictureLimit.maxPixels)", 0) }
+        let status = avformat_find_stream_info(opened, count > 0 ? codecOptions : nil)
+        for index in 0..<max(count, 1) { av_dict_free(&codecOptions[index]) }
+        codecOptions.deallocate()
         if status < 0 {
             var owned: UnsafeMutablePointer<AVFormatContext>? = opened
             avformat_close_input(&owned)
-            throw MediaError(code: status, operation: "avformat_find_stream_info(\(path))")
+            throw InputContext.classifyOpenFailure(
+                MediaError(code: status, operation: "avformat_find_stream_info(\(path))"), path: path)
         }
         self.context = opened
         self.path = path
         self.interruption = interruption
+        self.pictureLimit = pictureLimit
         var streams: [StreamInfo] = []
         for index in 0..<Int(opened.pointee.nb_streams) {
             if let stream = opened.pointee.streams[index] { streams.append(StreamInfo(stream)) }
         }
         self.streams = streams
+        for stream in streams where stream.mediaType == .video && !stream.isAttachedPicture {
+            if let refusal = pictureLimit.refusal(width: stream.width, height: stream.height) {
+                throw MediaError(
+                    operation: "video stream \(stream.index)", message: refusal, kind: .pictureTooLarge)
+            }
+            if stream.width <= 0 || stream.height <= 0 {
+                throw MediaError(
+                    operation: "video stream \(stream.index)",
+                    message:
+                        "its picture size cannot be decoded (\(stream.codecName) header damaged, or claiming a "
+                        + "size FFmpeg refuses)",
+                    kind: .undecodablePicture)
+            }
+        }
+    }
+
+    /// The one classification of a failed open that every command shares: a file whose content FFmpeg
+    /// recognises (probe score 50 or more) or that is laid out as MPEG-TS packets (a sync byte every 188
+    /// bytes, such as a file holding only a PAT), yet fails to open, is truncated or damaged in its index;
+    /// other invalid data is in no format FFmpeg knows.
+    public static func classifyOpenFailure(_ error: MediaError, path: String) -> MediaError {
+        guard error.kind == .invalidData || error.kind == .other || error.kind == .io else { return error }
+        let local = path.hasPrefix("file:") ? String(path.dropFirst(5)) : path
+        let recognised = probeContent(path: local).map { $0.score >= 50 } ?? false
+        guard recognised || isTransportStreamLayout(path: local) else { return error }
+        return error.reclassified(as: .truncated)
+    }
+
+    /// True when the file at `path` starts with whole MPEG-TS packets: a sync byte (0x47) at every 188th
+    /// byte of its first 8 packets, or of all of them when it holds fewer.
+    static func isTransportStreamLayout(path: String) -> Bool {
+        guard let file = fopen(path, "rb") else { return false }
+        defer { fclose(file) }
+        var head = [UInt8](repeating: 0, count: 188 * 8)
+        let count = head.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
+        guard count >= 188 else { return false }
+        return stride(from: 0, to: count - count % 188, by: 188).allSatisfy { head[$0] == 0x47 }
     }
 
     deinit {
@@ -76,6 +134,19 @@ public final class InputContext {
     public var startSeconds: Double {
         let start = context.pointee.start_time
         return start == cffmpeg_nopts_value() ? 0 : Double(start) / 1_000_000
+    }
+
+    /// Where media time 0 lies, in seconds of the container's clock: the earliest presentation start of
+    /// an audio or video stream (see `StreamInfo.presentationStart`), so 0 is the first sample or picture
+    /// a user is shown; the container's start time when no stream says.
+    public var presentationStartSeconds: Double {
+        let starts = streams.compactMap { stream -> Double? in
+            guard stream.mediaType == .audio || stream.mediaType == .video, !stream.isAttachedPicture,
+                let start = stream.presentationStart
+            else { return nil }
+            return Double(start) * stream.timeBase.doubleValue
+        }
+        return starts.min() ?? startSeconds
     }
 
     /// The container's overall bit rate in bits per second, or 0 when unknown.
@@ -161,7 +232,7 @@ public final class InputContext {
         }
         return try Decoder(
             parameters: stream.pointee.codecpar, timeBase: Rational(stream.pointee.time_base),
-            threads: threads, subject: "\(path)#\(index)")
+            threads: threads, maxPixels: pictureLimit.maxPixels, subject: "\(path)#\(index)")
     }
 }
 

@@ -11,6 +11,14 @@ public struct MediaError: Error, Sendable, Equatable, CustomStringConvertible {
         case notFound
         /// The data is not a media format FFmpeg recognises, or is corrupt.
         case invalidData
+        /// The file starts as a format FFmpeg recognises but cannot be opened: its index or data ends early,
+        /// or points past the end (see `InputContext.init`).
+        case truncated
+        /// A video stream's pictures are larger than the `PictureSizeLimit` allows.
+        case pictureTooLarge
+        /// A video stream's picture size cannot be decoded: its header is damaged or claims a size FFmpeg
+        /// itself refuses (such as an SPS of 65536×65536).
+        case undecodablePicture
         /// The stream needs a decoder or encoder this FFmpeg build lacks.
         case unsupported
         /// Reading or writing failed at the operating-system level.
@@ -39,6 +47,18 @@ public struct MediaError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A failure found by GuardPlay's own checks rather than returned by FFmpeg.
     public init(operation: String, message: String, kind: Kind = .other) {
         self.code = 0
+        self.operation = operation
+        self.message = message
+        self.kind = kind
+    }
+
+    /// The same failure under another kind, for a caller that knows more about it than its code says.
+    public func reclassified(as kind: Kind) -> MediaError {
+        MediaError(code: code, operation: operation, message: message, kind: kind)
+    }
+
+    private init(code: Int32, operation: String, message: String, kind: Kind) {
+        self.code = code
         self.operation = operation
         self.message = message
         self.kind = kind

@@ -32,6 +32,12 @@ public struct StreamInfo: Sendable, Hashable {
     public var timeBase: Rational
     /// The start time in `timeBase`, or nil when unknown.
     public var startTime: Int64?
+    /// When the first sample the decoder outputs is presented, in `timeBase`, or nil when unknown: the
+    /// start time, except for audio that starts at a negative time with priming samples its decoder drops
+    /// itself (Opus in Matroska/WebM: `start_time` -7 ms, `initial_padding` 312 samples), where it is the
+    /// start plus that padding, rounded as libavcodec moves the first frame's timestamp. Ogg and MP4 have
+    /// FFmpeg fold the padding into `start_time` already.
+    public var presentationStart: Int64?
     /// The duration in `timeBase`, or nil when unknown.
     public var duration: Int64?
     /// The number of frames the container declares, or 0 when unknown.
@@ -85,6 +91,16 @@ public struct StreamInfo: Sendable, Hashable {
         timeBase = Rational(stream.pointee.time_base)
         let start = stream.pointee.start_time
         startTime = start == cffmpeg_nopts_value() ? nil : start
+        presentationStart = startTime
+        if let start = startTime, start < 0, parameters.codec_type == AVMEDIA_TYPE_AUDIO,
+            parameters.initial_padding > 0,
+            parameters.sample_rate > 0
+        {
+            let padding = av_rescale_q(
+                Int64(parameters.initial_padding), AVRational(num: 1, den: parameters.sample_rate),
+                stream.pointee.time_base)
+            presentationStart = start + padding
+        }
         let length = stream.pointee.duration
         duration = length == cffmpeg_nopts_value() || length <= 0 ? nil : length
         frameCount = stream.pointee.nb_frames

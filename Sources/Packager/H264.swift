@@ -113,6 +113,9 @@ struct H264AnnexBConverter {
     /// The codec string of the current SPS, or nil before one is known.
     var codecString: String? { configuration.codecString }
 
+    /// The current SPS (the first of the latest set), or nil before one is known.
+    var sequenceParameterSet: [UInt8]? { configuration.sequenceParameterSets.first }
+
     /// Converts one sample, or returns nil when it holds no NAL unit at all.
     mutating func convert(_ sample: UnsafeRawBufferPointer) throws(FormatError) -> H264AccessUnit? {
         let ranges: [Range<Int>]

@@ -83,6 +83,13 @@ enum InputCheck {
                 return PackagingError(
                     .inputUnrecognised, "input \(path) is not in a media format FFmpeg recognises (\(error.message))")
             case .unsupported: return PackagingError(.unsupportedCodec, "input \(path): \(error)")
+            case .truncated:
+                return PackagingError(.inputCorrupt, "input \(path) is truncated or damaged (\(error.message))")
+            case .pictureTooLarge:
+                return PackagingError(
+                    .unsupportedCodec, "input \(path): \(error): pass --max-pixels to raise the limit if you trust it")
+            case .undecodablePicture:
+                return PackagingError(.unsupportedCodec, "input \(path): \(error)")
             case .io, .other: return PackagingError(.inputCorrupt, "input \(path) cannot be read: \(error)")
             }
         case let error as FormatError:

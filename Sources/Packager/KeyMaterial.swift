@@ -40,11 +40,6 @@ struct KeyMaterial {
             uri = nil
             return
         }
-        if let keyFile, keyFile == output || keyFile.hasPrefix(output + "/") {
-            throw PackagingError(
-                .invalidOptions,
-                "the key file \(keyFile) is inside the output directory, which is published: put it elsewhere")
-        }
         var template: String
         if let given = options.keyURITemplate {
             template = given
@@ -78,32 +73,74 @@ struct KeyMaterial {
         return (up + to[common...].map(String.init)).joined(separator: "/")
     }
 
-    /// Refuses an existing key file unless `force`.
+    /// Refuses an existing key file unless `force`, and even with `force` refuses anything but a key
+    /// the packager wrote: a symbolic link (the name is opened with `O_NOFOLLOW`, so a link fails
+    /// with `ELOOP` instead of leading to its target), or a file that is not 16 bytes with one link.
+    /// Runs when the job starts and again just before the key is renamed into place.
     func checkKeyFile(force: Bool) throws(PackagingError) {
         guard let keyFile else { return }
-        var status = stat()
-        if lstat(keyFile, &status) == 0 && !force {
+        let descriptor = open(keyFile, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        let openError = errno
+        if descriptor < 0 && openError == ENOENT { return }
+        defer { if descriptor >= 0 { close(descriptor) } }
+        if descriptor < 0 && openError == ELOOP {
+            throw PackagingError(
+                .outputExists,
+                "key file \(keyFile) is a symbolic link: a key is never written through one; remove it or "
+                    + "choose another --key-file")
+        }
+        guard force else {
             throw PackagingError(
                 .outputExists,
                 "key file \(keyFile) already exists: pass --force to replace it, or choose another --key-file")
         }
+        var status = stat()
+        guard descriptor >= 0, fstat(descriptor, &status) == 0 else {
+            throw PackagingError(
+                .outputExists,
+                "cannot check the existing key file \(keyFile) before replacing it: \(String(cString: strerror(openError)))"
+            )
+        }
+        let what: String? =
+            if status.st_mode & S_IFMT != S_IFREG {
+                "not a regular file"
+            } else if status.st_size != 16 {
+                "\(status.st_size) bytes, not 16"
+            } else if status.st_nlink != 1 {
+                "\(status.st_nlink) hard links"
+            } else {
+                nil
+            }
+        if let what {
+            throw PackagingError(
+                .outputExists,
+                "key file \(keyFile) is not a key file guard-play package wrote (\(what)): --force replaces only "
+                    + "a previous key; remove it yourself or choose another --key-file")
+        }
     }
 
-    /// Writes the 16 raw key bytes to a 0600 sibling of the key file and returns its path, for
-    /// `publishKeyFile` to rename into place.
+    /// Writes the 16 raw key bytes to a new 0600 sibling of the key file (`O_CREAT | O_EXCL |
+    /// O_NOFOLLOW` under a random name, so nothing there is followed or reused) and returns its path,
+    /// for the job to rename into place.
     func stageKeyFile() throws(PackagingError) -> String? {
         guard let keyFile else { return nil }
         let name = (keyFile as NSString).lastPathComponent
         let parent = (keyFile as NSString).deletingLastPathComponent
         OutputDirectory.removeStaleSiblings(of: name, in: parent)
-        let staged = "\(parent)/.\(name)\(OutputDirectory.marker)\(getpid())-key\(OutputDirectory.suffix)"
-        unlink(staged)
-        let descriptor = open(staged, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let random = (0..<4).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
+        let staged = "\(parent)/.\(name)\(OutputDirectory.marker)\(getpid())-key-\(random)\(OutputDirectory.suffix)"
+        let descriptor = open(staged, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw SegmentFile.failure("create the key file", staged) }
         defer { close(descriptor) }
-        guard fchmod(descriptor, 0o600) == 0 else { throw SegmentFile.failure("restrict the key file", staged) }
+        guard fchmod(descriptor, 0o600) == 0 else {
+            unlink(staged)
+            throw SegmentFile.failure("restrict the key file", staged)
+        }
         let written = key.withUnsafeBytes { write(descriptor, $0.baseAddress, 16) }
-        guard written == 16, fsync(descriptor) == 0 else { throw SegmentFile.failure("write the key file", staged) }
+        guard written == 16, fsync(descriptor) == 0 else {
+            unlink(staged)
+            throw SegmentFile.failure("write the key file", staged)
+        }
         return staged
     }
 }

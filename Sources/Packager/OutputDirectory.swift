@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import MediaCore
 
 /// The output directory, built as a hidden sibling and published in one rename, so that `--out` holds
 /// either the previous output or the complete new one, never a half-written one.
@@ -8,6 +9,10 @@ import Glibc
 /// behind; the next run for the same output removes every such sibling whose process is gone.
 /// Replacing an existing output swaps the two directories atomically (`renameat2` with
 /// `RENAME_EXCHANGE`) and then deletes the old one.
+///
+/// Every output holds a marker file, `.guard-play-output`, written first into the sibling. `--force`
+/// replaces only a directory that holds one (or an empty one), checked when the job starts and again
+/// just before the swap: the packager never deletes a directory of files it did not write.
 struct OutputDirectory {
     /// The published path.
     let path: String
@@ -16,6 +21,8 @@ struct OutputDirectory {
 
     static let suffix = ".partial"
     static let marker = ".guard-play-"
+    /// The file in every published output that says the packager wrote it.
+    static let ownershipMarker = ".guard-play-output"
 
     /// Checks the output (and key file) can be written, removes stale siblings of dead runs, and
     /// creates the temporary sibling.
@@ -37,6 +44,7 @@ struct OutputDirectory {
                     .outputExists,
                     "output directory \(output) already exists: pass --force to replace it, or choose another --out")
             }
+            try checkReplaceable(absolute, as: output)
         }
         do {
             try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
@@ -48,14 +56,42 @@ struct OutputDirectory {
         let random = (0..<4).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
         let temporary = "\(parent)/.\(name)\(marker)\(getpid())-\(random)\(suffix)"
         guard mkdir(temporary, 0o755) == 0 else { throw SegmentFile.failure("create the directory", temporary) }
-        return OutputDirectory(path: absolute, temporary: temporary)
+        let directory = OutputDirectory(path: absolute, temporary: temporary)
+        do throws(PackagingError) {
+            try directory.writeOwnershipMarker()
+        } catch {
+            directory.discard()
+            throw error
+        }
+        return directory
     }
 
-    /// `path` made absolute against the working directory, with trailing slashes dropped.
-    static func absolutePath(_ path: String) -> String {
-        var result = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-        while result.count > 1 && result.hasSuffix("/") { result.removeLast() }
-        return (result as NSString).standardizingPath
+    /// `path` made absolute against the working directory: its parent resolved (links, `.`, `..`),
+    /// its last name kept as given, so a symbolic link there is the entry itself and never followed.
+    static func absolutePath(_ path: String) -> String { PathIdentity.entryPath(path) }
+
+    /// Refuses to replace the existing directory at `path` unless it is empty or holds the marker of a
+    /// previous output; `given` is the path as the user wrote it.
+    static func checkReplaceable(_ path: String, as given: String) throws(PackagingError) {
+        var status = stat()
+        if lstat(path + "/" + ownershipMarker, &status) == 0 && status.st_mode & S_IFMT == S_IFREG { return }
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [""]
+        if entries.isEmpty { return }
+        throw PackagingError(
+            .outputExists,
+            "\(given) is not an output of guard-play package (it holds no \(ownershipMarker)): --force replaces "
+                + "only a previous output; remove it yourself or choose another --out")
+    }
+
+    /// Writes the ownership marker into the temporary directory (`O_EXCL`, never through a link).
+    private func writeOwnershipMarker() throws(PackagingError) {
+        let file = temporary + "/" + OutputDirectory.ownershipMarker
+        let descriptor = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw SegmentFile.failure("create the output marker", file) }
+        defer { close(descriptor) }
+        let text = Array("written by guard-play package; --force may replace this directory\n".utf8)
+        let written = text.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        guard written == text.count else { throw SegmentFile.failure("write the output marker", file) }
     }
 
     /// Removes `.NAME.guard-play-PID-*.partial` siblings (directories or files) whose process is gone.
@@ -72,6 +108,7 @@ struct OutputDirectory {
 
     /// Publishes the temporary directory at `path`, replacing (and then deleting) an existing one.
     func commit() throws(PackagingError) {
+        try checkStillReplaceable()
         var status = stat()
         if lstat(path, &status) == 0 {
             guard exchange(temporary, path) else {
@@ -85,6 +122,17 @@ struct OutputDirectory {
                     .outputFailed, "cannot rename \(temporary) to \(path): \(String(cString: strerror(errno)))")
             }
         }
+    }
+
+    /// Checks again, just before publishing, that what is now at `path` may be replaced: nothing, or a
+    /// directory holding the marker (something else may have appeared there while the job ran).
+    func checkStillReplaceable() throws(PackagingError) {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            throw PackagingError(.outputExists, "output \(path) appeared while packaging and is not a directory")
+        }
+        try OutputDirectory.checkReplaceable(path, as: path)
     }
 
     /// Removes the temporary directory and everything in it.

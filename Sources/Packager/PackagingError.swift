@@ -20,8 +20,12 @@ public struct PackagingError: Error, Sendable, Equatable, CustomStringConvertibl
         case unsupportedCodec
         /// The input is already encrypted (CENC `encv`/`enca`, or SAMPLE-AES stream types).
         case encryptedInput
-        /// The output directory or key file exists and `force` was not set.
+        /// The output directory or key file exists and `force` was not set, or `force` may not replace
+        /// it (a directory the packager did not write, a symbolic link, a file that is not a key).
         case outputExists
+        /// An output would land on an input: the output directory is or holds the input or the key
+        /// file, or the key file is the input or lies inside the output.
+        case pathConflict
         /// The output could not be written.
         case outputFailed
         /// An option value is invalid or options contradict each other.

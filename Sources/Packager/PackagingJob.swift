@@ -27,6 +27,7 @@ public struct PackagingJob: Sendable {
         cancellation: PackagingCancellation? = nil
     ) throws(PackagingError) -> PackagingResult {
         try validate()
+        try checkPathsApart()
         let output = OutputDirectory.absolutePath(options.output)
         let keys = try KeyMaterial(options: options, output: output)
         try keys.checkKeyFile(force: options.force)
@@ -34,7 +35,8 @@ public struct PackagingJob: Sendable {
         // A GOP no longer than the video, so the verifier can tell it from the I-frame playlist.
         let stillGOP = min(
             stillFrames, max(1, Int((options.segmentDuration * Double(StillImageProducer.frameRate)).rounded())))
-        let reader = try SourceReader(path: options.input, stillFrames: stillFrames, stillGOP: stillGOP)
+        let reader = try SourceReader(
+            path: options.input, stillFrames: stillFrames, stillGOP: stillGOP, maxPixels: options.maxPixels)
         var notices: [String] = []
         for text in reader.notices {
             notices.append(text)
@@ -57,7 +59,12 @@ public struct PackagingJob: Sendable {
             result.notices = notices
             stagedKey = try keys.stageKeyFile()
             if cancellation?.isCancelled == true { throw PackagingError(.cancelled, "packaging was cancelled") }
+            // The last checks before anything is replaced: the key file is still no link and no file of
+            // someone else's, and the output still one of ours. rename(2) replaces the name itself and
+            // never follows a link there.
+            try directory.checkStillReplaceable()
             if let stagedKey, let keyFile = keys.keyFile {
+                try keys.checkKeyFile(force: options.force)
                 guard rename(stagedKey, keyFile) == 0 else {
                     throw SegmentFile.failure("publish the key file", keyFile)
                 }

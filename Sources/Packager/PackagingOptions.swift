@@ -59,6 +59,10 @@ public struct PackagingOptions: Sendable, Equatable {
     public var stillDuration: Double = 10
     /// Replace an existing output directory and key file (only once the new output is complete).
     public var force = false
+    /// The most pixels a video picture may have (`--max-pixels`, default 8192×8192): larger video is
+    /// refused (`unsupportedCodec`) before any decoder allocates for it. The gateway's packaging jobs run
+    /// in its process with this default, which bounds what a hostile header can make them allocate.
+    public var maxPixels = 8192 * 8192
 
     /// Options to package `input` into `output` with the defaults.
     public init(input: String, output: String) {

@@ -13,6 +13,8 @@ final class PlaylistVerifier {
     private let method: String
     private let cipher: SampleAESCipher?
     private let expected: ExpectedAccessUnits?
+    /// The first error reading the source gave, which ends the comparison (see `VerificationRun`).
+    private(set) var sourceFailure: PackagingError?
     private let slots: [Int]?
     private let read: (String) -> OutputRead
 
@@ -307,6 +309,7 @@ final class PlaylistVerifier {
             if let unit = try expected.next(slot) { return unit }
             mismatch("\(name): \(missing)")
         } catch {
+            sourceFailure = sourceFailure ?? error
             mismatch("\(name): the source stops being readable: \(error.message)")
         }
         return nil
@@ -475,6 +478,7 @@ final class PlaylistVerifier {
                     mismatch("\(name): the source has \(left) more \(check.kind) access units than the output")
                 }
             } catch {
+                sourceFailure = sourceFailure ?? error
                 mismatch("\(name): the source stops being readable: \(error.message)")
             }
         }

@@ -46,16 +46,21 @@ final class SourceReader {
     private(set) var position: Double = 0
 
     /// Opens `path` and plans it; `stillFrames` and `stillGOP` shape the video made from a still image.
-    init(path: String, stillFrames: Int, stillGOP: Int) throws(PackagingError) {
+    /// Video with pictures over `maxPixels` is refused before any decoder allocates for it.
+    init(path: String, stillFrames: Int, stillGOP: Int, maxPixels: Int) throws(PackagingError) {
         try InputCheck.preflight(path)
         let opened: InputContext
         do {
             // The file: protocol keeps FFmpeg from reading a path with a colon as a protocol name.
             let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-            opened = try InputContext(path: "file:" + absolute)
+            opened = try InputContext(
+                path: "file:" + absolute, pictureLimit: PictureSizeLimit(maxPixels: maxPixels))
         } catch {
-            // Probing that ends in anything but a missing file means FFmpeg knows no format for it.
-            if error.kind != .notFound && error.operation.hasPrefix("avformat_open_input") {
+            // Probing that ends in anything but a missing file or a truncated one (MediaCore's shared
+            // classification) means FFmpeg knows no format for it.
+            if error.kind == .invalidData || error.kind == .other,
+                error.operation.hasPrefix("avformat_open_input")
+            {
                 throw PackagingError(
                     .inputUnrecognised, "input \(path) is not in a media format FFmpeg recognises (\(error.message))")
             }
@@ -81,7 +86,9 @@ final class SourceReader {
             do {
                 switch planned.handling {
                 case .copyH264:
-                    producer = try H264Producer(stream: planned.source, timeBase: info.timeBase, offset: offset)
+                    producer = try H264Producer(
+                        stream: planned.source, timeBase: info.timeBase, offset: offset,
+                        pictureLimit: opened.pictureLimit)
                 case .copyAAC(let config):
                     producer = AudioCopyProducer(
                         stream: planned.source, codec: .aac, config: config, timeBase: info.timeBase, offset: offset)

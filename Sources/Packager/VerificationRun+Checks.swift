@@ -14,6 +14,7 @@ extension VerificationRun {
             read: { uri in budget.read(directory + "/" + uri, limit: VerificationRun.segmentLimit) })
         checker.expectedKey = key
         checker.run()
+        sourceFailure = sourceFailure ?? checker.sourceFailure
         report.segments += playlist.segments.count
         report.problems += checker.problems
         report.mismatches += checker.mismatches.prefix(max(0, VerificationRun.mismatchLines - report.mismatches.count))
@@ -170,6 +171,7 @@ extension VerificationRun {
                 if variant.attributes["RESOLUTION"] == nil || variant.attributes["FRAME-RATE"] == nil {
                     problem("\(place) carries video but lacks RESOLUTION or FRAME-RATE")
                 }
+                checkResolution(place, variant.attributes["RESOLUTION"])
             }
             var measured = rates(of: variant.uri, playlists)
             let renditionRates = members.compactMap { $0["URI"] }.filter { $0 != variant.uri }.map {
@@ -187,7 +189,18 @@ extension VerificationRun {
                 problem("master.m3u8: an EXT-X-I-FRAME-STREAM-INF lacks URI, BANDWIDTH, CODECS or RESOLUTION")
                 continue
             }
+            checkResolution("master.m3u8 I-frame variant \(uri)", variant["RESOLUTION"])
             checkRate("master.m3u8 I-frame variant \(uri) BANDWIDTH", declared, rates(of: uri, playlists).peak)
+        }
+    }
+
+    /// A RESOLUTION must be `WxH` with both sides above 0: `0x0` is what a picture size FFmpeg could not
+    /// decode (an SPS claiming 65536×65536) would publish.
+    mutating func checkResolution(_ place: String, _ text: String?) {
+        guard let text else { return }
+        let sides = text.split(separator: "x", omittingEmptySubsequences: false).map { Int($0) ?? 0 }
+        if sides.count != 2 || sides.contains(where: { $0 <= 0 }) {
+            problem("\(place): RESOLUTION=\(text) is not a picture size (both sides must be above 0)")
         }
     }
 

@@ -23,6 +23,11 @@ struct VerificationRun {
     let directory: String
     var key: [UInt8]?
     let source: String?
+    /// The picture-size limit the source is opened with.
+    let maxPixels: Int
+    /// The first error reading the source gave partway (a truncated or corrupt source): `verify` then
+    /// fails with the source's input error, as `package` of that source would.
+    var sourceFailure: PackagingError?
     var report = VerificationReport(method: "NONE", playlists: [], segments: 0, streams: [])
     /// What is left of `readLimit`.
     let budget = ReadBudget(bytes: VerificationRun.readLimit)
@@ -33,10 +38,11 @@ struct VerificationRun {
     /// Codec strings found per media playlist.
     var foundCodecs: [String: [String]] = [:]
 
-    init(directory: String, key: [UInt8]?, source: String?) {
+    init(directory: String, key: [UInt8]?, source: String?, maxPixels: Int) {
         self.directory = directory
         self.key = key
         self.source = source
+        self.maxPixels = maxPixels
     }
 
     // MARK: Reporting
@@ -150,7 +156,8 @@ struct VerificationRun {
         if let source {
             do {
                 let reader = try SourceReader(
-                    path: source, stillFrames: stillParameters.frames, stillGOP: stillParameters.gop)
+                    path: source, stillFrames: stillParameters.frames, stillGOP: stillParameters.gop,
+                    maxPixels: maxPixels)
                 plan = reader.plan
                 layout = OutputLayout(
                     hasVideo: reader.plan.video != nil, audioCount: reader.plan.audio.count,
@@ -176,7 +183,8 @@ struct VerificationRun {
             if let source, let plan, let slots {
                 do {
                     let reader = try SourceReader(
-                        path: source, stillFrames: stillParameters.frames, stillGOP: stillParameters.gop)
+                        path: source, stillFrames: stillParameters.frames, stillGOP: stillParameters.gop,
+                        maxPixels: maxPixels)
                     expected = ExpectedAccessUnits(reader: reader, slots: slots, plan: plan)
                 } catch {
                     throw VerificationError(
@@ -184,6 +192,10 @@ struct VerificationRun {
                 }
             }
             verifyMediaPlaylist(name: name, playlist, expected: expected, slots: slots)
+        }
+        if let failure = sourceFailure {
+            throw VerificationError(
+                kind: .source, sourceKind: failure.kind, message: "cannot read the source: \(failure.message)")
         }
         for name in iFrameNames {
             if let playlist = playlists[name] { verifyIFrames(name: name, playlist) }

@@ -84,17 +84,21 @@ public struct Verifier: Sendable {
     public var key: [UInt8]?
     /// The source to compare with, or nil for structure and decryption checks only.
     public var source: String?
+    /// The most pixels a video picture of the source may have (`--max-pixels`, default 8192×8192).
+    public var maxPixels: Int
 
     /// A verifier for `directory`.
-    public init(directory: String, key: [UInt8]? = nil, source: String? = nil) {
+    public init(directory: String, key: [UInt8]? = nil, source: String? = nil, maxPixels: Int = 8192 * 8192) {
         self.directory = directory
         self.key = key
         self.source = source
+        self.maxPixels = maxPixels
     }
 
     /// Checks the output and returns the report; throws only when it cannot check at all.
     public func run() throws(VerificationError) -> VerificationReport {
-        var run = VerificationRun(directory: OutputDirectory.absolutePath(directory), key: key, source: source)
+        var run = VerificationRun(
+            directory: OutputDirectory.absolutePath(directory), key: key, source: source, maxPixels: maxPixels)
         return try run.execute()
     }
 }

@@ -5,7 +5,9 @@ import MediaCore
 enum InputProbe {
     /// Opens `path`, or throws: missing, empty, text, unrecognised bytes, truncated, no streams, or a
     /// local HLS master playlist naming playlists FFmpeg cannot open safely.
-    static func open(_ path: String, interruption: InputInterruption? = nil) throws(PlayerError) -> InputContext {
+    static func open(
+        _ path: String, interruption: InputInterruption? = nil, pictureLimit: PictureSizeLimit = .standard
+    ) throws(PlayerError) -> InputContext {
         switch InputFile.problem(at: path) {
         case .unreadable(let reason) where reason == String(cString: strerror(ENOENT)):
             throw PlayerError(.inputMissing, "'\(path)': no such file")
@@ -24,16 +26,10 @@ enum InputProbe {
         }
         let input: InputContext
         do {
-            input = try InputContext(path: path, options: options, interruption: interruption)
+            input = try InputContext(
+                path: path, options: options, interruption: interruption, pictureLimit: pictureLimit)
         } catch {
-            if error.kind == .notFound { throw PlayerError(.inputMissing, "'\(path)': \(error.message)") }
-            // A container recognised from its content alone, that still fails to open, was cut short or
-            // damaged in its index; bytes no format claims are just not media.
-            if let probe = InputContext.probeContent(path: path), probe.score >= 50 {
-                throw PlayerError(
-                    .inputTruncated, "'\(path)': truncated or damaged \(probe.formatName) file (\(error.message))")
-            }
-            throw PlayerError(.inputUnrecognised, "'\(path)': not a media format FFmpeg recognises (\(error.message))")
+            throw classify(error, path: path)
         }
         let playable = input.streams.contains {
             ($0.mediaType == .audio || $0.mediaType == .video) && !$0.isAttachedPicture
@@ -48,6 +44,28 @@ enum InputProbe {
                 "'\(path)': no audio or video stream (\(kinds.isEmpty ? "no streams" : kinds.joined(separator: ", ")))")
         }
         return input
+    }
+
+    /// The player's error for a failure to open `path`, following MediaCore's one classification
+    /// (`InputContext.classifyOpenFailure`) that the packager follows too.
+    static func classify(_ error: MediaError, path: String) -> PlayerError {
+        switch error.kind {
+        case .notFound:
+            return PlayerError(.inputMissing, "'\(path)': \(error.message)")
+        case .truncated:
+            let format = InputContext.probeContent(path: path).map { " \($0.formatName)" } ?? ""
+            return PlayerError(.inputTruncated, "'\(path)': truncated or damaged\(format) file (\(error.message))")
+        case .pictureTooLarge:
+            return PlayerError(
+                .inputPictureTooLarge, "'\(path)': \(error): pass --max-pixels to raise the limit if you trust it")
+        case .undecodablePicture:
+            return PlayerError(.inputPictureTooLarge, "'\(path)': \(error)")
+        case .unsupported:
+            return PlayerError(.inputUnsupported, "'\(path)': \(error.message)")
+        case .invalidData, .io, .other:
+            return PlayerError(
+                .inputUnrecognised, "'\(path)': not a media format FFmpeg recognises (\(error.message))")
+        }
     }
 
     /// A local HLS playlist may name a local key file, which FFmpeg's HLS demuxer reads only when told

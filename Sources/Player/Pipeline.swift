@@ -55,6 +55,10 @@ final class Pipeline {
     private var lastDamageWarning = -Double.infinity
     private var videoFrames = 0
     private var videoMasked = 0
+    /// Video packets handed to the decoder, and pictures it returned: packets and no picture at all at
+    /// the end means the video cannot be decoded (an SPS claiming a size FFmpeg or the limit refuses).
+    private var videoPacketsSent = 0
+    private var videoPicturesDecoded = 0
     private let packet = Packet()
 
     /// The realtime outputs as other threads (the player's controls) see them.
@@ -69,7 +73,9 @@ final class Pipeline {
         self.outputs = outputs
         self.input = input
         self.monitor = monitor
-        startOffset = input.startSeconds
+        // Media time is what a user sees on a clock: 0 is the first presented sample, after priming
+        // samples the decoder drops (`--simulate-recording` intervals are in this time).
+        startOffset = input.presentationStartSeconds
         skipUntil = options.start
         lastMedia = options.start
         endMedia = options.length.map { options.start + $0 } ?? .infinity
@@ -118,11 +124,20 @@ final class Pipeline {
         var error: PlayerError?
         // Outputs first: opening the sound card silences standard error for a moment (ALSA prints while
         // SDL probes), and nothing the event thread prints should fall into that gap.
-        do {
+        do throws(PlayerError) {
             if realtime { try startRealtimeOutputs() }
             player?.post(.started(player!.status))
             if options.start > 0 { try seekInput(to: options.start) }
             try demuxLoop()
+            if video != nil, videoPacketsSent > 0, videoPicturesDecoded == 0,
+                player?.control.withLock({ $0.stopRequested }) != true
+            {
+                throw PlayerError(
+                    .inputPictureTooLarge,
+                    "'\(options.path)': not one of \(videoPacketsSent) video packets decodes to a picture: "
+                        + "the video's header is damaged or claims a picture size over the limit of "
+                        + "\(PictureSizeLimit(maxPixels: options.maxPixels))")
+            }
         } catch let failure {
             error = failure
         }
@@ -252,6 +267,7 @@ final class Pipeline {
             }
             try receiveAudio(audio)
         } else if let video, packet.streamIndex == video.index, !videoDone {
+            videoPacketsSent += 1
             if !send(packet, to: video.decoder) {
                 try receiveVideo(video)
                 _ = send(packet, to: video.decoder)
@@ -312,15 +328,19 @@ final class Pipeline {
 
     private func receiveAudio(_ stage: AudioStage) throws(PlayerError) {
         while let frame = nextFrame(from: stage.decoder, "audio") {
+            let rate = Double(stage.format.sampleRate)
             let converted: Frame
             do { converted = try stage.resampler.convert(frame) } catch {
                 noteDamage(error.message)
                 continue
             }
-            let rate = Double(stage.format.sampleRate)
             var media =
                 frame.pts == noTimestamp
                 ? (nextAudioMedia ?? skipUntil) : Double(frame.pts) * stage.timeBase - startOffset
+            // Samples run on from the previous frame when its timestamp says so to within one tick of
+            // the time base: Matroska's millisecond timestamps would otherwise move each frame by up
+            // to half a millisecond and the schedule's switch with it.
+            if let next = nextAudioMedia, abs(media - next) <= max(stage.timeBase, 1 / rate) { media = next }
             var count = converted.sampleCount
             var skip = 0
             if media < skipUntil {
@@ -364,6 +384,7 @@ final class Pipeline {
 
     private func receiveVideo(_ stage: VideoStage) throws(PlayerError) {
         while let frame = nextFrame(from: stage.decoder, "video") {
+            videoPicturesDecoded += 1
             guard frame.pts != noTimestamp else { continue }
             let media = Double(frame.pts) * stage.timeBase - startOffset
             let rate = stage.info.frameRate.doubleValue

@@ -53,7 +53,15 @@ public final class Player: Sendable {
     public init(options: PlayerOptions, monitor: CaptureMonitor) throws(PlayerError) {
         self.options = options
         self.monitor = monitor
-        let input = try InputProbe.open(options.path, interruption: interruption)
+        let input = try InputProbe.open(
+            options.path, interruption: interruption, pictureLimit: PictureSizeLimit(maxPixels: options.maxPixels))
+        // Writing the input over itself would replace the only copy with its own (maybe lossy) decode.
+        if case .file(let path) = options.output, PathIdentity(path).isSame(as: PathIdentity(options.path)) {
+            throw PlayerError(
+                .outputIsInput,
+                "--output \(path) is the input \(options.path): writing it would replace the source; "
+                    + "choose another file")
+        }
         duration = input.durationSeconds
         let audioIndex = options.audioEnabled ? input.bestStream(.audio) : nil
         let videoIndex = options.videoEnabled ? input.bestStream(.video) : nil

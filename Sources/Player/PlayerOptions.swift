@@ -59,6 +59,9 @@ public struct PlayerOptions: Sendable {
     public var flicker: FlickerArea?
     /// Decoder threads; 0 lets FFmpeg choose (frame threading on every core).
     public var decoderThreads = 0
+    /// The most pixels a video picture may have (`--max-pixels`, default 8192×8192); larger video is
+    /// refused before any decoder allocates for it (see MediaCore's `PictureSizeLimit`).
+    public var maxPixels = 8192 * 8192
 
     /// Creates options for `path` with the defaults.
     public init(path: String) {
@@ -72,6 +75,10 @@ public struct PlayerError: Error, Sendable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         case inputMissing, inputEmpty, inputNotMedia, inputUnrecognised, inputTruncated, inputNoStreams
         case inputUnsupported, maskImage, output, device, other
+        /// The output file is the input (the same file, however spelled or linked).
+        case outputIsInput
+        /// The video's pictures are over `maxPixels`, or their size cannot be decoded.
+        case inputPictureTooLarge
     }
 
     /// The kind of failure.

@@ -16,35 +16,131 @@ public struct KeyEncryptionKey: Sendable {
     }
 
     /// The KEK from `environmentValue` when given, otherwise from the file at `path`, which is created
-    /// with mode 0600 and a fresh random key when it does not exist. A file that others may read is
-    /// refused.
-    public static func load(environmentValue: String?, file path: String) throws(StoreError) -> KeyEncryptionKey {
+    /// with mode 0600 and a fresh random key when it does not exist. Refused: a file that others may
+    /// read or that another user owns, one below a directory others may write to (see
+    /// `checkDirectories`), and a key whose 32 bytes are all the same (such as all zeros).
+    ///
+    /// A file directly in `credentialsDirectory` (systemd's `$CREDENTIALS_DIRECTORY`, where
+    /// `LoadCredential=` puts it) is systemd's: it may be owned by root, and its group bits may show
+    /// the mask of the ACL that lets the service read it, but it still may not be writable by anyone
+    /// but its owner nor readable by others.
+    public static func load(
+        environmentValue: String?, file path: String, credentialsDirectory: String? = nil
+    ) throws(StoreError) -> KeyEncryptionKey {
         if let environmentValue {
             return try parse(environmentValue, source: "GUARDPLAY_KEK")
         }
         if !FileManager.default.fileExists(atPath: path) {
+            try checkDirectories(above: path)
             try create(at: path)
         }
+        return try read(path, credential: isCredential(path, credentialsDirectory: credentialsDirectory))
+    }
+
+    /// What `load` would refuse, without creating the file when it is missing (its directories are
+    /// checked instead): for `--check-config`. Returns where the key comes from.
+    public static func check(
+        environmentValue: String?, file path: String, credentialsDirectory: String? = nil
+    ) throws(StoreError) -> String {
+        if let environmentValue {
+            _ = try parse(environmentValue, source: "GUARDPLAY_KEK")
+            return "GUARDPLAY_KEK"
+        }
+        guard FileManager.default.fileExists(atPath: path) else {
+            try checkDirectories(above: path)
+            return "\(path) (created on start)"
+        }
+        _ = try read(path, credential: isCredential(path, credentialsDirectory: credentialsDirectory))
+        return path
+    }
+
+    /// Opens `path` without following a final symbolic link and checks the open file itself, so the
+    /// checks and the read see the same file.
+    private static func read(_ path: String, credential: Bool) throws(StoreError) -> KeyEncryptionKey {
+        let operation = "KeyEncryptionKey(\(path))"
+        try checkDirectories(above: path)
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw StoreError(operation: "open(\(path))", message: String(cString: strerror(errno)))
+        }
+        defer { close(descriptor) }
         var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw StoreError(operation: "stat(\(path))", message: String(cString: strerror(errno)))
+        guard fstat(descriptor, &info) == 0 else {
+            throw StoreError(operation: "fstat(\(path))", message: String(cString: strerror(errno)))
         }
-        guard info.st_mode & 0o077 == 0 else {
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw StoreError(operation: operation, message: "not a regular file")
+        }
+        // A credential's group bits are the ACL mask (read for the service's user): only write counts.
+        guard info.st_mode & (credential ? 0o027 : 0o077) == 0 else {
+            let access = info.st_mode & 0o022 != 0 ? "writable" : "readable"
             throw StoreError(
-                operation: "KeyEncryptionKey(\(path))",
-                message: "the file is readable by others (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it"
-            )
+                operation: operation,
+                message:
+                    "the file is \(access) by others (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it")
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw StoreError(operation: "read(\(path))", message: "cannot read the key-encryption key file")
+        let owner = geteuid()
+        guard info.st_uid == owner || (credential && info.st_uid == 0) else {
+            throw StoreError(
+                operation: operation,
+                message: "the file is owned by uid \(info.st_uid), not by this process's user (uid \(owner)); chown it")
+        }
+        var data: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 256)
+        // A key file is 65 bytes; reading stops past 4 KiB, which parse then refuses.
+        while data.count <= 4096 {
+            let count = chunk.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else {
+                throw StoreError(operation: "read(\(path))", message: String(cString: strerror(errno)))
+            }
+            if count == 0 { break }
+            data += chunk[..<count]
         }
         return try parse(String(decoding: data, as: UTF8.self), source: path)
+    }
+
+    /// Whether `path` lies directly in systemd's credentials directory.
+    private static func isCredential(_ path: String, credentialsDirectory: String?) -> Bool {
+        guard let credentialsDirectory, !credentialsDirectory.isEmpty else { return false }
+        let parent = URL(fileURLWithPath: path).deletingLastPathComponent().resolvingSymlinksInPath().path
+        return parent == URL(fileURLWithPath: credentialsDirectory).resolvingSymlinksInPath().path
+    }
+
+    /// Refuses a KEK file below a directory that users other than its owner may write to (a group or
+    /// other write bit) without the sticky bit: such a user could put another key in its place.
+    /// `/tmp` (mode 1777) passes. Checks the resolved directory and every one above it; one that does
+    /// not exist yet (the data directory before the first start) is skipped.
+    private static func checkDirectories(above path: String) throws(StoreError) {
+        var directory = URL(fileURLWithPath: path).deletingLastPathComponent().resolvingSymlinksInPath()
+        while true {
+            var info = stat()
+            if stat(directory.path, &info) == 0 {
+                if info.st_mode & 0o022 != 0 && info.st_mode & S_ISVTX == 0 {
+                    throw StoreError(
+                        operation: "KeyEncryptionKey(\(path))",
+                        message: "the directory \(directory.path) is writable by others (mode "
+                            + "\(String(info.st_mode & 0o7777, radix: 8))) without the sticky bit; chmod go-w it")
+                }
+            } else if errno != ENOENT {
+                throw StoreError(operation: "stat(\(directory.path))", message: String(cString: strerror(errno)))
+            }
+            if directory.path == "/" { return }
+            directory.deleteLastPathComponent()
+        }
     }
 
     private static func parse(_ text: String, source: String) throws(StoreError) -> KeyEncryptionKey {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard trimmed.count == 64, let bytes = [UInt8](hex: trimmed) else {
             throw StoreError(operation: "KeyEncryptionKey(\(source))", message: "must be 64 hexadecimal digits")
+        }
+        guard Set(bytes).count > 1 else {
+            throw StoreError(
+                operation: "KeyEncryptionKey(\(source))",
+                message:
+                    "all 32 bytes are the same (\(trimmed.prefix(2))): not a key; make one with `openssl rand -hex 32`"
+            )
         }
         return try KeyEncryptionKey(bytes: bytes)
     }

@@ -64,7 +64,19 @@ enum Migrations {
             session_id TEXT,
             remote TEXT
         );
+        """,
+        // Refusals that carried no valid token are counted, not stored one row each: one row per
+        // minute, reason and client address. The index on `audit.at` lets retention prune cheaply.
         """
+        CREATE TABLE audit_refusals (
+            minute REAL NOT NULL,
+            reason TEXT NOT NULL,
+            remote TEXT NOT NULL,
+            count INTEGER NOT NULL,
+            PRIMARY KEY (minute, reason, remote)
+        );
+        CREATE INDEX audit_by_time ON audit(at);
+        """,
     ]
 
     /// Brings `connection` up to the newest version; refuses a database from a newer GuardPlay.

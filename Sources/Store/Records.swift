@@ -202,3 +202,24 @@ public struct AuditRecord: Sendable, Equatable {
         self.remote = remote
     }
 }
+
+/// How many refusals with no valid token one client address had for one reason in one minute: the
+/// audit trail keeps these as counts, so a flood of them costs one row a minute, not one per request.
+public struct AuditRefusalCount: Sendable, Equatable {
+    /// The start of the minute.
+    public var minute: Date
+    /// Why they were refused, such as `token-missing`.
+    public var reason: String
+    /// The client's address.
+    public var remote: String
+    /// How many.
+    public var count: Int
+
+    /// A count of refusals.
+    public init(minute: Date, reason: String, remote: String, count: Int) {
+        self.minute = minute
+        self.reason = reason
+        self.remote = remote
+        self.count = count
+    }
+}

@@ -252,10 +252,24 @@ extension Store {
 
 // MARK: - Audit
 
-extension Store {
+/// Where the audit log writes: the store, or in tests a writer that fails as a full disk would.
+public protocol AuditWriting: Sendable {
+    /// Appends `records` and adds `refusals` to their minute's counts, in one transaction.
+    func appendAudit(_ records: [AuditRecord], refusals: [AuditRefusalCount]) throws(StoreError)
+    /// Deletes audit records and refusal counts older than `date`; returns how many rows went.
+    func pruneAudit(before date: Date) throws(StoreError) -> Int
+}
+
+extension Store: AuditWriting {
     /// Appends audit records in one transaction.
     public func appendAudit(_ records: [AuditRecord]) throws(StoreError) {
-        guard !records.isEmpty else { return }
+        try appendAudit(records, refusals: [])
+    }
+
+    /// Appends `records` and adds `refusals` to the counts of their minute, reason and address, in
+    /// one transaction.
+    public func appendAudit(_ records: [AuditRecord], refusals: [AuditRefusalCount]) throws(StoreError) {
+        guard !records.isEmpty || !refusals.isEmpty else { return }
         try with { database throws(StoreError) in
             try database.transaction { () throws(StoreError) in
                 try database.execute(
@@ -270,6 +284,29 @@ extension Store {
                             optionalText(record.sessionID), optionalText(record.remote),
                         ]
                     })
+                try database.execute(
+                    """
+                    INSERT INTO audit_refusals (minute, reason, remote, count) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(minute, reason, remote) DO UPDATE SET count = count + excluded.count
+                    """,
+                    rows: refusals.map { refusal in
+                        [
+                            .real(refusal.minute.timeIntervalSince1970), .text(refusal.reason), .text(refusal.remote),
+                            .integer(Int64(refusal.count)),
+                        ]
+                    })
+            }
+        }
+    }
+
+    /// Deletes audit records and refusal counts from before `date`; returns how many rows went.
+    public func pruneAudit(before date: Date) throws(StoreError) -> Int {
+        try with { database throws(StoreError) in
+            try database.transaction { () throws(StoreError) in
+                try database.query("DELETE FROM audit WHERE at < ?", [.real(date.timeIntervalSince1970)])
+                let records = database.changes
+                try database.query("DELETE FROM audit_refusals WHERE minute < ?", [.real(date.timeIntervalSince1970)])
+                return records + database.changes
             }
         }
     }
@@ -292,6 +329,28 @@ extension Store {
     public func auditCount() throws(StoreError) -> Int {
         try with { database throws(StoreError) in
             Int(try database.query("SELECT count(*) FROM audit").first?.first?.integer ?? 0)
+        }
+    }
+
+    /// Every refusal count, by minute, reason and address.
+    public func refusalCounts() throws(StoreError) -> [AuditRefusalCount] {
+        try with { database throws(StoreError) in
+            try database.query(
+                "SELECT minute, reason, remote, count FROM audit_refusals ORDER BY minute, reason, remote"
+            )
+            .map { row in
+                AuditRefusalCount(
+                    minute: Self.date(row[0]), reason: row[1].text ?? "", remote: row[2].text ?? "",
+                    count: Int(row[3].integer ?? 0))
+            }
+        }
+    }
+
+    /// Bytes the database takes on disk: its file and its write-ahead log.
+    public var sizeInBytes: Int {
+        [path, path + "-wal"].reduce(0) { total, file in
+            var info = stat()
+            return total + (stat(file, &info) == 0 ? Int(info.st_size) : 0)
         }
     }
 }

@@ -29,6 +29,127 @@ import Testing
         #expect(!verify.stderr.contains("guardplay.service:"), "\(verify.stderr)")
     }
 
+    /// The unit's sandbox, as `systemd-analyze security` rates it (5.6 MEDIUM before), and its KEK
+    /// credential, which the example configuration leaves the gateway to find.
+    @Test func theSystemdUnitIsSandboxedAndPassesTheKEKAsACredential() throws {
+        let unit = Self.deploy.appendingPathComponent("guardplay.service").path
+        let analysis = try run("/usr/bin/systemd-analyze", ["security", "--offline=yes", "--no-pager", unit])
+        let prefix = "Overall exposure level for guardplay.service: "
+        let line = try #require(
+            analysis.stdout.split(separator: "\n").first { $0.contains(prefix) }, "\(analysis.stdout)\(analysis.stderr)"
+        )
+        let exposure = try #require(Double(line.components(separatedBy: prefix)[1].prefix { $0 != " " }), "\(line)")
+        #expect(exposure < 2.0, "\(analysis.stdout)")
+        let text = try String(contentsOfFile: unit, encoding: .utf8)
+        for directive in [
+            "CapabilityBoundingSet=\n", "SystemCallFilter=@system-service\n", "SystemCallFilter=~@privileged\n",
+            "ProtectClock=yes\n", "ProtectKernelLogs=yes\n", "ProtectProc=invisible\n", "PrivateUsers=yes\n",
+            "IPAddressDeny=any\n", "IPAddressAllow=localhost\n", "LoadCredential=kek:/etc/guardplay/kek\n",
+        ] {
+            #expect(text.contains("\n" + directive), "\(directive)")
+        }
+        // What systemd hands the service for that line: $CREDENTIALS_DIRECTORY/kek, root's, mode 0440
+        // (0400 and an ACL for the service's user); the example configuration takes it from there.
+        let credentials = try TemporaryDirectory()
+        let kek = credentials.path("kek")
+        try (String(repeating: "0123456789abcdef", count: 4) + "\n").write(
+            toFile: kek, atomically: true, encoding: .utf8)
+        try #require(chown(kek, 0, 0) == 0 && chmod(kek, 0o440) == 0)
+        let checked = try guardPlay(
+            ["serve", "--config", Self.deploy.appendingPathComponent("guardplay.conf").path, "--check-config"],
+            environment: ["CREDENTIALS_DIRECTORY": credentials.url.path])
+        #expect(checked.status == 0, "\(checked.stderr)")
+        #expect(checked.stdout.contains(", kek \(kek)\n"), "\(checked.stdout)")
+    }
+
+    /// No systemd runs these tests (it is not PID 1 here), so the unit's SystemCallFilter= and
+    /// MemoryDenyWriteExecute= are checked against the gateway itself: as an unprivileged user with
+    /// no capabilities (what DynamicUser= gives it), traced by strace through keys, playback, a
+    /// packaging job and a drain, it makes only system calls the unit's filter lines allow and never
+    /// maps memory both writable and executable.
+    @Test func theGatewayMakesOnlySystemCallsTheUnitAllows() throws {
+        let nobody: uid_t = 65534
+        let traces = try TemporaryDirectory()
+        try #require(chown(traces.url.path, nobody, nobody) == 0, "chown needs root")
+        let trace = traces.path("trace")
+        let server = try GatewayServer(launcher: ["/usr/bin/strace", "-f", "-qq", "-o", trace], user: nobody)
+        let (admin, clip, _, token) = try server.servingClip()
+        #expect(try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").body == clip.key)
+        #expect(try server.call("GET", "/v1/hls/clip/master.m3u8?token=\(token)").status == 200)
+        #expect(try server.call("GET", "/v1/hls/clip/seg0.ts").status == 200)
+        try FileManager.default.copyItem(atPath: fixture("clip.mp4"), toPath: server.inputRoot + "/in.mp4")
+        let job = try server.submitJob(token: admin, input: "in.mp4", asset: "packaged")
+        let finished = try server.pollJob(job, token: admin) {
+            ["succeeded", "failed"].contains($0["state"] as? String)
+        }
+        #expect(finished?["state"] as? String == "succeeded", "\(String(describing: finished))")
+        // strace holds SIGTERM back from itself; the gateway, in its process group, drains and exits.
+        let tracer = try #require(server.process?.pid)
+        kill(-tracer, SIGTERM)
+        #expect(server.waitForExit() == 0, "\(server.log)")
+        var owner = stat()
+        #expect(stat(server.database, &owner) == 0 && owner.st_uid == nobody)
+
+        let unit = try String(
+            contentsOf: Self.deploy.appendingPathComponent("guardplay.service"), encoding: .utf8)
+        let filters = unit.split(separator: "\n").filter { $0.hasPrefix("SystemCallFilter=") }
+            .map { $0.dropFirst("SystemCallFilter=".count) }
+        try #require(filters.first?.hasPrefix("~") == false, "the unit's first filter line must allow")
+        let sets = try Self.systemCallSets()
+        func expand(_ names: some StringProtocol) -> Set<String> {
+            Set(names.split(separator: " ").flatMap { Self.expand(String($0), in: sets) })
+        }
+        var allowed = Set<String>()
+        for filter in filters {
+            if filter.hasPrefix("~") {
+                allowed.subtract(expand(filter.dropFirst()))
+            } else {
+                allowed.formUnion(expand(filter))
+            }
+        }
+        let lines = fileText(trace).split(separator: "\n")
+        let made = Set(
+            lines.compactMap { line -> String? in
+                // "PID name(arguments) = result"; resumed calls ("<... name resumed>") were counted at their start.
+                let call = line.drop { $0 != " " }.drop { $0 == " " }
+                let name = call.prefix { $0.isLetter || $0.isNumber || $0 == "_" }
+                return call.dropFirst(name.count).first == "(" ? String(name) : nil
+            })
+        #expect(made.isSuperset(of: ["accept4", "epoll_wait", "openat", "pwrite64"]), "\(made.sorted())")
+        #expect(
+            made.subtracting(allowed).isEmpty, "calls the unit's filter kills: \(made.subtracting(allowed).sorted())")
+        let writableExecutable = lines.filter {
+            ($0.contains("mmap(") || $0.contains("mprotect(")) && $0.contains("PROT_WRITE") && $0.contains("PROT_EXEC")
+        }
+        #expect(writableExecutable.isEmpty, "\(writableExecutable)")
+    }
+
+    /// systemd's named sets of system calls (`@system-service` and the rest), as `systemd-analyze
+    /// syscall-filter` lists them: a set's members are calls and other sets.
+    static func systemCallSets() throws -> [String: [String]] {
+        let listed = try run("/usr/bin/systemd-analyze", ["syscall-filter", "--no-pager"])
+        try #require(listed.status == 0, "\(listed.stderr)")
+        var sets: [String: [String]] = [:]
+        var current: String?
+        for line in listed.stdout.split(separator: "\n") {
+            let text = line.trimmingCharacters(in: .whitespaces)
+            if text.isEmpty || text.hasPrefix("#") { continue }
+            if !line.hasPrefix(" ") && text.hasPrefix("@") {
+                current = text
+                sets[text] = []
+            } else if let current, let name = text.split(separator: " ").first {
+                sets[current, default: []].append(String(name))
+            }
+        }
+        return sets
+    }
+
+    /// `name` with every set in it expanded to its system calls.
+    static func expand(_ name: String, in sets: [String: [String]]) -> Set<String> {
+        guard name.hasPrefix("@") else { return [name] }
+        return Set((sets[name] ?? []).flatMap { expand($0, in: sets) })
+    }
+
     @Test func nginxAcceptsTheFrontConfigurationAndCachesSegmentsButNeverKeys() throws {
         let server = try GatewayServer()
         let admin = try server.token("admin")
@@ -96,6 +217,155 @@ import Testing
         #expect(try nginx.get("/readyz").status == 200)
     }
 
+    /// Session tokens travel in query strings (`?token=`): nginx's logs hold none, not even when
+    /// the upstream fails, the one error nginx logs with the whole request line.
+    @Test func nginxLogsNoSessionTokenEvenWhenTheUpstreamFails() throws {
+        let (server, nginx, (_, clip, _, token)) = try servingClipBehindNginx()
+        defer { nginx.stop() }
+        #expect(try nginx.get("/v1/hls/clip/master.m3u8?token=\(token)").status == 200)
+        #expect(try nginx.get("/v1/keys/\(clip.kid)?token=\(token)").status == 200)
+        // Whatever the gateway makes of these, nginx logs neither query.
+        _ = try nginx.get("/v1/hls/clip/media.m3u8?x=1&Token=\(token)")
+        _ = try nginx.get("/v1/keys/\(clip.kid)?tok%65n=\(token)")
+        #expect(try nginx.get("/v1/assets?limit=2").status == 401)
+        #expect(server.stop() == 0)
+        #expect(try nginx.get("/v1/keys/\(clip.kid)?token=\(token)").status == 502)
+
+        let access = fileText(nginx.accessLog)
+        #expect(access.contains("\"GET /v1/keys/\(clip.kid)?token=[redacted] HTTP/1.1\" 200"), "\(access)")
+        #expect(access.contains("\"GET /v1/keys/\(clip.kid)?token=[redacted] HTTP/1.1\" 502"), "\(access)")
+        #expect(access.contains("\"GET /v1/assets?limit=2 HTTP/1.1\" 401"), "\(access)")
+        #expect(access.contains("\"GET /v1/hls/clip/media.m3u8?[query naming a token, not logged] HTTP/1.1\""))
+        #expect(access.contains("\"GET /v1/keys/\(clip.kid)?[escaped query, not logged] HTTP/1.1\""))
+        #expect(access.split(separator: "\n").filter { !$0.contains("/readyz") }.count == 6, "\(access)")
+        for log in [nginx.accessLog, nginx.siteErrorLog, nginx.errorLog, nginx.errorOutput] {
+            #expect(!fileText(log).contains(token), "\(log) holds the session token: \(fileText(log).suffix(2000))")
+        }
+    }
+
+    /// The gateway varies by Origin only when its answer does: one allowed origin is named to every
+    /// caller, so a segment is one cache entry whatever Origin says.
+    @Test func nginxServesOneCachedSegmentToEveryOrigin() throws {
+        let (server, nginx, _) = try servingClipBehindNginx(["--cors-origin", "https://player.example"])
+        // The gateway lives until nginx stops.
+        defer { withExtendedLifetime(server) { nginx.stop() } }
+        let answers = try (0..<10).map {
+            try nginx.get("/v1/hls/clip/seg1.ts", headers: ["Origin: https://r\($0).invalid"])
+        }
+        #expect(answers.map { $0.header("X-Cache-Status") } == ["MISS"] + Array(repeating: "HIT", count: 9))
+        for answer in answers {
+            #expect(answer.status == 200 && answer.body == answers[0].body)
+            #expect(answer.header("Access-Control-Allow-Origin") == "https://player.example")
+            #expect(answer.header("Vary") == nil)
+        }
+        let allowed = try nginx.get("/v1/hls/clip/seg1.ts", headers: ["Origin: https://player.example"])
+        #expect(allowed.header("X-Cache-Status") == "HIT")
+        #expect(allowed.header("Access-Control-Allow-Origin") == "https://player.example")
+    }
+
+    /// Past its burst a client gets 429 with Retry-After from nginx, and the gateway sees none of them.
+    @Test func nginxLimitsKeysLicencesAndTheAPIPerClient() throws {
+        let (server, nginx, (admin, clip, _, token)) = try servingClipBehindNginx()
+        defer { nginx.stop() }
+        let grantsBefore = try keyGrants(server)
+        let keys = try nginx.statuses("/v1/keys/\(clip.kid)?token=\(token)", count: 100)
+        #expect(keys.prefix(41).allSatisfy { $0 == 200 }, "\(keys)")
+        #expect(keys.suffix(20).allSatisfy { $0 == 429 }, "\(keys)")
+        #expect(try keyGrants(server) == grantsBefore + keys.filter { $0 == 200 }.count)
+        let refused = try nginx.get("/v1/keys/\(clip.kid)?token=\(token)")
+        #expect(refused.status == 429 && refused.header("Retry-After") == "1")
+        #expect(refused.header("Content-Type") == "application/problem+json")
+        #expect(refused.text.contains(#""status":429"#))
+        #expect(refused.header("Strict-Transport-Security") == "max-age=63072000")
+
+        let sessions = try nginx.statuses(
+            "/v1/sessions", count: 40,
+            curl: [
+                "-X", "POST", "-H", "Authorization: Bearer \(admin)", "-H", "Content-Type: application/json",
+                "-d", #"{"asset":"clip"}"#,
+            ])
+        #expect(sessions.prefix(21).allSatisfy { $0 == 201 }, "\(sessions)")
+        #expect(sessions.suffix(10).allSatisfy { $0 == 429 }, "\(sessions)")
+        let api = try nginx.statuses("/v1/openapi.json", count: 150)
+        #expect(api.prefix(81).allSatisfy { $0 == 200 }, "\(api)")
+        #expect(api.suffix(30).allSatisfy { $0 == 429 }, "\(api)")
+        // Segments come from the cache and are not limited.
+        #expect(try nginx.statuses("/v1/hls/clip/seg0.ts", count: 150).allSatisfy { $0 == 200 })
+    }
+
+    /// One client holds at most 8 event streams through nginx, whose upstream connections all come
+    /// from 127.0.0.1 (where the gateway's per-IP limit is off): the ninth gets 429 at once. The
+    /// streams belong to three sessions, so the gateway's own cap (4 a session) never refuses one.
+    @Test func nginxCapsEventStreamsPerClient() throws {
+        let (server, nginx, (admin, _, session, token)) = try servingClipBehindNginx()
+        defer { withExtendedLifetime(server) { nginx.stop() } }
+        let target = "/v1/sessions/\(session)/events?token=\(token)"
+        let others = try (0..<2).map { _ in try server.session("clip", token: admin) }
+        let streams = try (0..<8).map { index in
+            let (id, sessionToken) = others[index % 2]
+            return try SpawnedProcess(
+                [
+                    "/usr/bin/curl", "-sN", "--http1.1", "--cacert", nginx.certificate, "-o",
+                    nginx.prefix.path("stream\(index)"), nginx.url("/v1/sessions/\(id)/events?token=\(sessionToken)"),
+                ], errors: nginx.prefix.path("stream\(index).err"))
+        }
+        defer { for stream in streams { stream.end(grace: 0) } }
+        // Each stream's first event is the capture state; once all eight have it, all are open.
+        let open = eventually(timeout: 30) {
+            (0..<8).allSatisfy { fileText(nginx.prefix.path("stream\($0)")).contains("capture-state") }
+        }
+        try #require(open, "the eight streams did not open")
+        let ninth = try nginx.get(target, timeout: 10)
+        #expect(ninth.status == 429 && ninth.header("Retry-After") == "1", "\(ninth.status)")
+        #expect(streams.allSatisfy { $0.isRunning })
+        // Other requests from the same client are not held back by its streams.
+        #expect(try nginx.get("/v1/hls/clip/master.m3u8?token=\(token)").status == 200)
+    }
+
+    /// Mozilla's "intermediate" TLS: forward-secret AEAD suites only, no session tickets, HSTS.
+    @Test func nginxOffersOnlyForwardSecretAEADSuitesAndHSTS() throws {
+        let server = try GatewayServer()
+        let nginx = try NginxFront(upstreamPort: server.port)
+        try nginx.start()
+        defer { nginx.stop() }
+        func handshake(_ options: [String]) throws -> ProcessResult {
+            let command = (["/usr/bin/openssl", "s_client", "-connect", "127.0.0.1:\(nginx.port)"] + options)
+                .joined(separator: " ")
+            return try run("/bin/sh", ["-c", command + " </dev/null"], timeout: 30)
+        }
+        for cipher in [
+            "AES128-SHA", "AES256-GCM-SHA384", "ECDHE-RSA-AES128-SHA", "ECDHE-RSA-AES256-SHA384", "CAMELLIA128-SHA",
+            "ECDHE-ARIA128-GCM-SHA256", "DHE-RSA-AES128-GCM-SHA256",
+        ] {
+            let refused = try handshake(["-tls1_2", "-cipher", cipher])
+            #expect(refused.status != 0, "\(cipher) was accepted: \(refused.stdout)")
+            #expect(!refused.stdout.contains("Cipher is \(cipher)"))
+        }
+        for cipher in ["ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-RSA-CHACHA20-POLY1305"] {
+            let accepted = try handshake(["-tls1_2", "-cipher", cipher])
+            #expect(accepted.status == 0, "\(cipher): \(accepted.stderr)")
+            #expect(accepted.stdout.contains("Cipher is \(cipher)"), "\(accepted.stdout)")
+            #expect(!accepted.stdout.contains("TLS session ticket"), "a session ticket: \(accepted.stdout)")
+        }
+        let modern = try handshake(["-tls1_3"])
+        #expect(modern.status == 0 && modern.stdout.contains("New, TLSv1.3"), "\(modern.stdout)")
+        #expect(try handshake(["-tls1_1", "-cipher", "ALL:@SECLEVEL=0"]).status != 0)
+        for target in ["/readyz", "/v1/openapi.json", "/v1/hls/clip/seg0.ts", "/metrics"] {
+            #expect(try nginx.get(target).header("Strict-Transport-Security") == "max-age=63072000", "\(target)")
+        }
+    }
+
+    /// A gateway serving the clip (`GatewayServer.servingClip`) with nginx started in front of it.
+    func servingClipBehindNginx(_ arguments: [String] = []) throws -> (
+        GatewayServer, NginxFront, (admin: String, clip: TestAsset, session: String, token: String)
+    ) {
+        let server = try GatewayServer(arguments)
+        let serving = try server.servingClip()
+        let nginx = try NginxFront(upstreamPort: server.port)
+        try nginx.start()
+        return (server, nginx, serving)
+    }
+
     func keyGrants(_ server: GatewayServer) throws -> Int {
         let metrics = try server.call("GET", "/metrics").text
         let line = metrics.split(separator: "\n").first {
@@ -121,6 +391,9 @@ final class NginxFront {
     var certificate: String { prefix.path("cert.pem") }
     var errorLog: String { prefix.path("logs/error.log") }
     var errorOutput: String { prefix.path("logs/stderr.log") }
+    /// The site's own logs (its access_log and error_log lines).
+    var accessLog: String { prefix.path("logs/site-access.log") }
+    var siteErrorLog: String { prefix.path("logs/site-error.log") }
 
     init(upstreamPort: UInt16) throws {
         prefix = try TemporaryDirectory()
@@ -173,6 +446,8 @@ final class NginxFront {
             ("/var/cache/nginx/guardplay", prefix.path("cache")),
             ("/etc/ssl/guardplay/fullchain.pem", prefix.path("cert.pem")),
             ("/etc/ssl/guardplay/privkey.pem", prefix.path("key.pem")),
+            ("/var/log/nginx/guardplay.access.log", prefix.path("logs/site-access.log")),
+            ("/var/log/nginx/guardplay.error.log", prefix.path("logs/site-error.log")),
         ]
         for (from, to) in substitutions {
             guard site.components(separatedBy: from).count == 2 else {
@@ -220,6 +495,18 @@ final class NginxFront {
     }
 
     func url(_ target: String) -> String { "https://127.0.0.1:\(port)\(target)" }
+
+    /// The statuses of `count` requests for `target` sent back to back on one connection by one curl,
+    /// with `curl`'s options (a method, fields, a body) applied to each.
+    func statuses(_ target: String, count: Int, curl: [String] = []) throws -> [Int] {
+        let requests = (0..<count).flatMap { _ in ["-o", "/dev/null", url(target)] }
+        let result = try run(
+            "/usr/bin/curl",
+            ["-s", "--cacert", certificate, "--max-time", "60", "--http1.1", "-w", "%{http_code}\n"] + curl + requests,
+            timeout: 90)
+        guard result.status == 0 else { throw RawClientError("curl \(target): exit \(result.status) \(result.stderr)") }
+        return result.stdout.split(separator: "\n").compactMap { Int($0) }
+    }
 
     /// A GET through nginx over TLS with curl, headers and body kept apart; the server must present
     /// this test's certificate.

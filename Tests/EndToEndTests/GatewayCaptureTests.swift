@@ -9,7 +9,9 @@ import Testing
     {
         try server.call(
             "PUT", "/v1/sessions/\(session)/capture-state?token=\(token)",
-            body: #"{"capturing":\#(capturing),"seq":\#(seq),"observedAt":"2027-03-01T12:00:00Z"}"#)
+            body:
+                #"{"capturing":\#(capturing),"seq":\#(seq),"observedAt":"\#(ISO8601DateFormatter().string(from: Date()))"}"#
+        )
     }
 
     /// Event streams on `session`: one for an operator (API token), then `clients` for the client

@@ -61,6 +61,9 @@ import Testing
                 + "\r\n"),
         Hostile(name: "no Host", status: 400, raw: "GET /livez HTTP/1.1\r\n\r\n"),
         Hostile(
+            name: "two Host fields", status: 400,
+            raw: "GET /v1/keys/00000000000000000000000000000000 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),
+        Hostile(
             name: "forged API token", status: 401,
             raw:
                 "GET /v1/assets HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer gp_0000000000000000_\(String(repeating: "0", count: 64))\r\n\r\n"
@@ -79,6 +82,15 @@ import Testing
             #expect((400..<500).contains(response.status), "\(hostile.name)")
             #expect(server.isUp, "\(hostile.name) took the server down")
         }
+        // Over the socket too, a repeated Host is the server's own problem+json refusal, and a 401 challenges.
+        let twoHosts = try RawClient(port: server.port)
+        twoHosts.send(Self.requests.first { $0.name == "two Host fields" }!.raw)
+        let refused = RawResponse(twoHosts.read(timeout: 10) { RawResponse($0).isComplete })
+        #expect(refused.status == 400 && refused.json?["type"] as? String == "/problems/repeated-host")
+        let forged = try RawClient(port: server.port)
+        forged.send(Self.requests.first { $0.name == "forged API token" }!.raw)
+        let challenged = RawResponse(forged.read(timeout: 10) { RawResponse($0).isComplete })
+        #expect(challenged.header("WWW-Authenticate") == #"Bearer realm="guard-play", error="invalid_token""#)
         // A smuggled request after CL+TE is never answered: the connection closes after the 400.
         let smuggler = try RawClient(port: server.port)
         smuggler.send(Self.requests.first { $0.name == "CL+TE smuggling" }!.raw)

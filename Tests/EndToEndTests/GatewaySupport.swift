@@ -6,7 +6,7 @@ import Testing
 
 /// The key-encryption key every test gateway runs with (through GUARDPLAY_KEK), so tests can sign
 /// tokens of their own, such as expired ones.
-let testKEKHex = String(repeating: "5a", count: 32)
+let testKEKHex = String(repeating: "5aa5", count: 16)
 
 /// A `guard-play serve` process on a loopback port chosen by the kernel, with its data, inputs and
 /// import root in a temporary directory that outlives restarts. Every wait on it has a deadline: its
@@ -14,6 +14,11 @@ let testKEKHex = String(repeating: "5a", count: 32)
 final class GatewayServer {
     let directory: TemporaryDirectory
     let extraArguments: [String]
+    /// Put before `guard-play serve` on the server's command line (a tracer, say).
+    let launcher: [String]
+    /// The user the server and `tokens` run as, with no capabilities (through setpriv), when it is
+    /// not the test's own; it owns the temporary directory.
+    let user: uid_t?
     private(set) var process: SpawnedProcess?
     private(set) var port: UInt16 = 0
     private let stdoutPath: String
@@ -25,13 +30,20 @@ final class GatewayServer {
     var database: String { dataDirectory + "/guardplay.db" }
     var environment: [String: String] { ["GUARDPLAY_KEK": testKEKHex] }
 
-    init(_ arguments: [String] = []) throws {
+    init(_ arguments: [String] = [], launcher: [String] = [], user: uid_t? = nil) throws {
         directory = try TemporaryDirectory()
         extraArguments = arguments
+        self.launcher = launcher
+        self.user = user
         stdoutPath = directory.path("serve.stdout")
         stderrPath = directory.path("serve.stderr")
         for path in [importRoot, inputRoot] {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        }
+        if let user {
+            for path in [directory.url.path, importRoot, inputRoot] where chown(path, user, user) != 0 {
+                throw RawClientError("chown \(path): \(String(cString: strerror(errno)))")
+            }
         }
         try start()
     }
@@ -49,7 +61,7 @@ final class GatewayServer {
         ].filter { !extraArguments.contains($0.0) }
         let offset = fileText(stdoutPath).utf8.count
         let process = try SpawnedProcess(
-            [guardPlayBinary, "serve"] + defaults.flatMap { [$0.0, $0.1] } + extraArguments,
+            asUser + launcher + [guardPlayBinary, "serve"] + defaults.flatMap { [$0.0, $0.1] } + extraArguments,
             environment: environment, output: stdoutPath, errors: stderrPath)
         self.process = process
         var listening: UInt16?
@@ -63,6 +75,16 @@ final class GatewayServer {
             throw RawClientError("guard-play serve did not start (\(status)): \(log)")
         }
         port = listening
+    }
+
+    /// setpriv's command line that runs what follows as `user`, with no capabilities and no way to gain any.
+    private var asUser: [String] {
+        user.map {
+            [
+                "/usr/bin/setpriv", "--reuid=\($0)", "--regid=\($0)", "--clear-groups", "--no-new-privs",
+                "--inh-caps=-all", "--bounding-set=-all",
+            ]
+        } ?? []
     }
 
     /// What the server wrote to standard error so far.
@@ -109,8 +131,8 @@ final class GatewayServer {
 
     /// Creates an API token with `scopes` through `guard-play tokens create`.
     func token(_ scopes: String = "admin") throws -> String {
-        let result = try guardPlay(
-            ["tokens", "create", "--scope", scopes, "--data", dataDirectory], environment: environment)
+        let command = asUser + [guardPlayBinary, "tokens", "create", "--scope", scopes, "--data", dataDirectory]
+        let result = try run(command[0], Array(command.dropFirst()), environment: environment)
         guard result.status == 0 else { throw RawClientError("tokens create failed: \(result.stderr)") }
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -300,10 +322,24 @@ func fileText(_ path: String) -> String {
     (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
 }
 
-/// The port in a complete `listening on http://127.0.0.1:PORT` line of `text`, or nil.
+/// The port `process` says it listens on in its log at `logPath`, waited for 30 s at most; throws when
+/// it exits first or says nothing.
+func listeningPort(of process: SpawnedProcess, log logPath: String) throws -> UInt16 {
+    var listening: UInt16?
+    _ = eventually(timeout: 30) {
+        listening = listeningPort(in: fileText(logPath))
+        return listening != nil || !process.isRunning
+    }
+    guard let listening else { throw RawClientError("no 'listening on' line: \(fileText(logPath))") }
+    return listening
+}
+
+/// The port in the first complete `listening on http://HOST:PORT` line of `text`, or nil.
 func listeningPort(in text: String) -> UInt16? {
-    guard let range = text.range(of: "listening on http://127.0.0.1:") else { return nil }
-    let digits = text[range.upperBound...].prefix { $0.isNumber }
-    guard text[range.upperBound...].dropFirst(digits.count).first == "\n" else { return nil }
+    guard let range = text.range(of: "listening on http://") else { return nil }
+    let line = text[range.upperBound...].prefix { $0 != "\n" }
+    guard line.endIndex < text.endIndex, let colon = line.lastIndex(of: ":") else { return nil }
+    let digits = line[line.index(after: colon)...]
+    guard !digits.isEmpty, digits.allSatisfy(\.isNumber) else { return nil }
     return UInt16(digits)
 }

@@ -121,7 +121,7 @@ func waitUntil(timeout: TimeInterval = 60, _ condition: () -> Bool) -> Bool {
 enum MP4Boxes {
     /// Boxes that hold only boxes, and those with a fixed header before their child boxes.
     private static let containers: Set<String> = ["moov", "trak", "mdia", "minf", "stbl", "udta"]
-    private static let headers: [String: Int] = ["stsd": 8, "mp4a": 28]
+    private static let headers: [String: Int] = ["stsd": 8, "mp4a": 28, "avc1": 78]
 
     /// `file` with the body of every box of type `type` replaced by `body`, the sizes of its parents
     /// updated; the `mdat` must come before the `moov`, so no chunk offset moves.

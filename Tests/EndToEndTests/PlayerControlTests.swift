@@ -21,12 +21,7 @@ import Testing
                 "--control", "127.0.0.1:0", "--data", data,
             ], errors: logPath)
         defer { process.end(grace: 1) }
-        var listening: UInt16?
-        _ = eventually(timeout: 30) {
-            listening = listeningPort(in: fileText(logPath))
-            return listening != nil || !process.isRunning
-        }
-        let port = try #require(listening, "the player did not start listening: \(fileText(logPath))")
+        let port = try listeningPort(of: process, log: logPath)
         let auth = [("Authorization", "Bearer \(token)")]
         func call(_ method: String, _ target: String, _ body: String? = nil) throws -> RawResponse {
             try exchange(
@@ -35,6 +30,14 @@ import Testing
         }
 
         #expect(try exchange(port: port, "GET", "/v1/player").status == 401)
+        // Its ops routes need the token too (only /livez does not), and its document is its own.
+        let metrics = try exchange(port: port, "GET", "/metrics")
+        #expect(metrics.status == 401 && metrics.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
+        #expect(try exchange(port: port, "GET", "/livez").status == 200)
+        let document = try call("GET", "/v1/openapi.json")
+        let paths = (document.json?["paths"] as? [String: Any]).map { Set($0.keys) } ?? []
+        #expect(document.status == 200 && paths.contains("/v1/player/capture-state"))
+        #expect(!paths.contains("/v1/sessions") && !paths.contains("/v1/keys/{kid}"))
         let initial = try call("GET", "/v1/player")
         #expect(initial.status == 200 && initial.json?["state"] as? String == "playing")
         // Until a client reports, the remote source says unknown and the player protects.
@@ -44,7 +47,7 @@ import Testing
 
         let report = try call(
             "PUT", "/v1/player/capture-state",
-            #"{"capturing":true,"seq":1,"observedAt":"2027-01-01T00:00:00Z","leaseSeconds":1}"#)
+            #"{"capturing":true,"seq":1,"observedAt":"\#(now())","leaseSeconds":1}"#)
         let player = report.json?["player"] as? [String: Any]
         #expect(report.json?["applied"] as? Bool == true)
         #expect(player?["capture"] as? String == "capturing" && player?["protecting"] as? Bool == true)
@@ -53,10 +56,10 @@ import Testing
         // The client stops reporting: the lease lapses and the player protects for an unknown state.
         #expect(events.next("state", containing: #""state":"unknown""#, timeout: 30)?.contains("lease lapsed") == true)
         let stale = try call(
-            "PUT", "/v1/player/capture-state", #"{"capturing":false,"seq":1,"observedAt":"2027-01-01T00:00:01Z"}"#)
+            "PUT", "/v1/player/capture-state", #"{"capturing":false,"seq":1,"observedAt":"\#(now())"}"#)
         #expect(stale.json?["applied"] as? Bool == false)
         let clear = try call(
-            "PUT", "/v1/player/capture-state", #"{"capturing":false,"seq":2,"observedAt":"2027-01-01T00:00:02Z"}"#)
+            "PUT", "/v1/player/capture-state", #"{"capturing":false,"seq":2,"observedAt":"\#(now())"}"#)
         #expect((clear.json?["player"] as? [String: Any])?["protecting"] as? Bool == false)
 
         #expect((try call("POST", "/v1/player/pause")).json?["state"] as? String == "paused")
@@ -68,4 +71,34 @@ import Testing
         #expect(process.wait(timeout: 30) == 130, "the player did not exit 130 within 30 s of SIGTERM")
         #expect(fileText(logPath).contains("capturing (remote:control"))
     }
+
+    @Test func needsTheDataDirectoryOfItsTokensAndCreatesNothingWithoutIt() throws {
+        let directory = try TemporaryDirectory()
+        // Run from an empty directory, so a ./guard-data made by default would show.
+        let missing = try run(
+            "/bin/sh",
+            [
+                "-c", "cd \"$0\" && exec \"$1\" \"$2\" --output null --control 127.0.0.1:0", directory.path(""),
+                guardPlayBinary, fixture("clip.mp4"),
+            ], timeout: 60)
+        #expect(missing.status == 2, "\(missing.stderr)")
+        #expect(missing.stderr.contains("--control needs --data"), "\(missing.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path("")).isEmpty)
+
+        let absent = directory.path("no-store")
+        let refused = try guardPlay([
+            fixture("clip.mp4"), "--output", "null", "--control", "127.0.0.1:0", "--data", absent,
+        ])
+        #expect(refused.status == 3 && refused.stderr.contains("guard-play tokens create"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: absent))
+        // An empty directory holds no tokens either; nothing is created in it.
+        let empty = directory.path("empty")
+        try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: false)
+        let none = try guardPlay([fixture("clip.mp4"), "--output", "null", "--control", "127.0.0.1:0", "--data", empty])
+        #expect(none.status == 3)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: empty).isEmpty)
+    }
 }
+
+/// Now as RFC 3339 text, for reports the server checks against its clock.
+private func now() -> String { ISO8601DateFormatter().string(from: Date()) }

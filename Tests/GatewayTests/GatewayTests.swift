@@ -40,12 +40,13 @@ import Testing
         fixture.clock.advance(3600)
         #expect(gateway.deliverKey(kid: clipKID, token: token, remote: "") == .failure(.tokenExpired))
 
+        // Refusals of a valid token are audited one by one; those without one are counted.
         gateway.flushAudit()
         let reasons = try fixture.store.recentAudit(limit: 20).filter { $0.action == "key" }.compactMap(\.reason)
+        #expect(reasons.reversed() == ["key-unknown", "token-wrong-asset"])
         #expect(
-            reasons.reversed() == [
-                "token-missing", "token-malformed", "token-tampered", "key-unknown", "token-wrong-asset",
-                "token-expired",
+            Set(try fixture.store.refusalCounts().map(\.reason)) == [
+                "token-missing", "token-malformed", "token-tampered", "token-expired",
             ])
         #expect(fixture.gateway.metrics.value("guardplay_key_requests_total", ["outcome": "token-expired"]) == 1)
     }
@@ -75,15 +76,6 @@ import Testing
         fixture.clock.advance(10)
         gateway.sweepLeases()
         #expect(gateway.deliverKey(kid: clipKID, token: token, remote: "") == .failure(.captureUnknown))
-    }
-
-    @Test func refusesToGrantWhenTheAuditLogIsFull() throws {
-        let fixture = try GatewayFixture { $0.auditCapacity = 2 }
-        let (_, token) = try fixture.gateway.createSession(asset: "clip", ttl: nil)  // one audit record
-        #expect(fixture.gateway.deliverKey(kid: clipKID, token: token, remote: "") == .success(clipKey))
-        #expect(fixture.gateway.deliverKey(kid: clipKID, token: token, remote: "") == .failure(.auditBacklog))
-        fixture.gateway.flushAudit()
-        #expect(fixture.gateway.deliverKey(kid: clipKID, token: token, remote: "") == .success(clipKey))
     }
 
     @Test func keysSurviveARestartUnderTheSameKEK() throws {

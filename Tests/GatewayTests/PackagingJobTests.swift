@@ -83,7 +83,8 @@ func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
         #expect(asset.denyKeysWhileCapturing && asset.kids == [job.kid!] && asset.master == "master.m3u8")
         #expect(done.output.map { $0.hasSuffix("/\(job.id)-1") && FileManager.default.fileExists(atPath: $0) } == true)
         let (session, token) = try fixture.gateway.createSession(asset: "movie", ttl: nil)
-        _ = try fixture.gateway.reportCapture(session: session.id, capturing: false, seq: 1, observedAt: Date())
+        _ = try fixture.gateway.reportCapture(
+            session: session.id, capturing: false, seq: 1, observedAt: fixture.clock.now())
         guard case .success(let key) = fixture.gateway.deliverKey(kid: job.kid!, token: token, remote: "") else {
             Issue.record("the job's key was not delivered")
             return

@@ -60,6 +60,8 @@ final class RecordingPlayer: PlayerControlling {
 }
 
 @Suite struct PlayerRouteTests {
+    /// The player's clock: reports are checked against it.
+    static let now = Date(timeIntervalSince1970: 1_798_761_600)
     let player = RecordingPlayer()
     let router: Router
 
@@ -73,7 +75,7 @@ final class RecordingPlayer: PlayerControlling {
                 case nil: .failure(.missing)
                 default: .failure(.invalid)
                 }
-            }, log: { _ in })
+            }, log: { _ in }, now: { Self.now })
     }
 
     func call(_ method: String, _ target: String, token: String? = "control", body: String? = nil) -> HTTPResponse {
@@ -127,7 +129,7 @@ final class RecordingPlayer: PlayerControlling {
         #expect(stale.json?["player"]?["protecting"] == true)
         let defaultLease = call(
             "PUT", "/v1/player/capture-state",
-            body: #"{"capturing":false,"seq":9,"observedAt":"2027-01-01T00:00:01.5+01:00"}"#)
+            body: #"{"capturing":false,"seq":9,"observedAt":"2027-01-01T01:00:01.5+01:00"}"#)
         #expect(defaultLease.json?["applied"] == true)
         // Invalid reports never reach the player.
         #expect(
@@ -141,7 +143,7 @@ final class RecordingPlayer: PlayerControlling {
         #expect(
             player.state.withLock { $0.calls } == [
                 "report true 7 2.5 1798761600.0", "report false 8 10.0 1798761600.0",
-                "report false 9 10.0 1798758001.5",
+                "report false 9 10.0 1798761601.5",
             ])
     }
 
@@ -160,5 +162,35 @@ final class RecordingPlayer: PlayerControlling {
                 == "event: state\ndata: {\"event\":\"state\",\"state\":\"capturing\"}\n\n")
         stream.finish()
         #expect(player.state.withLock { $0.subscribers.isEmpty })
+    }
+
+    @Test func itsOpsRoutesButLivezNeedTheToken() {
+        for target in ["/metrics", "/readyz", "/v1/openapi.json"] {
+            let refused = call("GET", target, token: nil)
+            #expect(refused.status == 401 && refused.headers["WWW-Authenticate"] != nil, "\(target)")
+            #expect(call("GET", target, token: "wrong").status == 401, "\(target)")
+            #expect(call("GET", target).status == 200, "\(target)")
+        }
+        #expect(call("GET", "/livez", token: nil).status == 200)
+    }
+
+    @Test func capsTheLeaseNearTheGatewaysAndRefusesReportsFarFromItsClock() {
+        func report(_ seq: Int, lease: Double? = nil, observedAt: Date? = nil) -> HTTPResponse {
+            let leaseMember = lease.map { ",\"leaseSeconds\":\($0)" } ?? ""
+            return call(
+                "PUT", "/v1/player/capture-state",
+                body:
+                    #"{"capturing":false,"seq":\#(seq),"observedAt":"\#(RFC3339.format(observedAt ?? Self.now))"\#(leaseMember)}"#
+            )
+        }
+        #expect(report(1, lease: 3600).status == 422)
+        #expect(report(2, lease: PlayerRoutes.maxLease + 1).status == 422)
+        #expect(report(3, lease: PlayerRoutes.maxLease).status == 200)
+        #expect(PlayerRoutes.maxLease <= 3 * GatewayConfiguration.defaultCaptureLease)
+        let future = report(4, observedAt: Self.now.addingTimeInterval(400))
+        #expect(future.status == 422 && future.problemCode == "implausible-observed-at")
+        #expect(report(5, observedAt: Date(timeIntervalSince1970: -1)).status == 422)
+        #expect(report(6, observedAt: Self.now.addingTimeInterval(-200)).status == 200)
+        #expect(player.state.withLock { $0.calls.count } == 2)
     }
 }

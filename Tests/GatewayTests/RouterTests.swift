@@ -195,7 +195,7 @@ extension HTTPResponse {
         #expect(stale.json?["applied"] == false && stale.json?["capture"]?["state"] == "capturing")
         let viaControl = api.call(
             "PUT", "/v1/sessions/\(id)/capture-state", token: api.controlToken,
-            body: #"{"capturing":false,"seq":3,"observedAt":"2027-01-15T08:00:01.5+01:00"}"#)
+            body: #"{"capturing":false,"seq":3,"observedAt":"2027-01-15T09:00:01.5+01:00"}"#)
         #expect(viaControl.json?["capture"]?["state"] == "clear")
         // Another session's token is not enough.
         let (_, otherToken) = try api.session()
@@ -222,7 +222,7 @@ extension HTTPResponse {
         }
         let opening = String(decoding: stream.takePending(), as: UTF8.self)
         #expect(opening.hasPrefix("retry: 3000\n\nevent: capture-state\ndata: {\"state\":\"unknown\""))
-        _ = try api.gateway.reportCapture(session: id, capturing: true, seq: 1, observedAt: Date())
+        _ = try api.gateway.reportCapture(session: id, capturing: true, seq: 1, observedAt: api.fixture.clock.now())
         #expect(String(decoding: stream.takePending(), as: UTF8.self).contains("\"state\":\"capturing\""))
         #expect(
             api.call("POST", "/v1/sessions/\(id)/commands", token: api.controlToken, body: #"{"command":"pause"}"#)
@@ -290,10 +290,10 @@ extension HTTPResponse {
         let allowed = api.call(
             "GET", "/v1/keys/\(clipKID)?token=\(token)", headers: [("Origin", "https://player.example")])
         #expect(allowed.headers["Access-Control-Allow-Origin"] == "https://player.example")
-        #expect(allowed.headers["Vary"] == "Origin")
         #expect(allowed.headers["Access-Control-Allow-Credentials"] == nil)
+        // One allowed origin is named to every caller; a browser on another origin refuses the answer.
         let other = api.call("GET", "/v1/hls/clip/seg0.ts", headers: [("Origin", "https://evil.example")])
-        #expect(other.headers["Access-Control-Allow-Origin"] == nil)
+        #expect(other.headers["Access-Control-Allow-Origin"] == "https://player.example")
         let preflight = api.call(
             "OPTIONS", "/v1/hls/clip/seg0.ts",
             headers: [("Origin", "https://player.example"), ("Access-Control-Request-Method", "GET")])
@@ -305,6 +305,30 @@ extension HTTPResponse {
         let star = open.call("GET", "/v1/hls/clip/seg0.ts", headers: [("Origin", "https://any.example")])
         #expect(star.headers["Access-Control-Allow-Origin"] == "*")
         #expect(star.headers["Access-Control-Allow-Credentials"] == nil)
+    }
+
+    /// `Vary: Origin` only where the answer depends on `Origin`: otherwise every new `Origin` value
+    /// is a cache miss in nginx that reaches the gateway.
+    @Test func variesByOriginOnlyWhenTheAnswerDependsOnIt() throws {
+        let origins = ["https://r1.invalid", "https://player.example", "https://other.example"]
+        func answers(_ api: APIFixture) -> [HTTPResponse] {
+            [api.call("GET", "/v1/hls/clip/seg0.ts")]
+                + origins.map { api.call("GET", "/v1/hls/clip/seg0.ts", headers: [("Origin", $0)]) }
+        }
+        for corsOrigins in [[], ["*"], ["https://player.example"]] {
+            let api = try APIFixture(corsOrigins: corsOrigins)
+            let expected = corsOrigins.first
+            for answer in answers(api) {
+                #expect(answer.status == 200)
+                #expect(answer.headers["Vary"] == nil, "\(corsOrigins)")
+                #expect(answer.headers["Access-Control-Allow-Origin"] == expected, "\(corsOrigins)")
+            }
+        }
+        // With several, the allowed one is echoed, and every answer varies, those without the field too.
+        let several = try APIFixture(corsOrigins: ["https://player.example", "https://other.example"])
+        let allowed = answers(several).map { $0.headers["Access-Control-Allow-Origin"] }
+        #expect(allowed == [nil, nil, "https://player.example", "https://other.example"])
+        #expect(answers(several).allSatisfy { $0.headers["Vary"] == "Origin" })
     }
 }
 

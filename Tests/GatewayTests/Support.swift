@@ -81,7 +81,10 @@ final class GatewayFixture {
     let store: Store
     let gateway: Gateway
 
-    init(engine: (any PackagingEngine)? = nil, configure: (inout GatewayConfiguration) -> Void = { _ in }) throws {
+    init(
+        engine: (any PackagingEngine)? = nil, auditWriter: (any AuditWriting)? = nil,
+        configure: (inout GatewayConfiguration) -> Void = { _ in }
+    ) throws {
         scratch = try Scratch()
         store = try Store(directory: scratch.path + "/data", kek: testKEK)
         var configuration = GatewayConfiguration(
@@ -91,7 +94,8 @@ final class GatewayFixture {
         try FileManager.default.createDirectory(atPath: configuration.inputRoot, withIntermediateDirectories: true)
         let log = LogSink()
         gateway = try Gateway(
-            configuration: configuration, store: store, kek: testKEK, engine: engine, clock: clock, log: log.append)
+            configuration: configuration, store: store, kek: testKEK, engine: engine, clock: clock,
+            auditWriter: auditWriter, log: log.append)
         self.logSink = log
         let directory = try writePackagedAsset(in: scratch, directory: "imports/clip", keyURI: "key.bin")
         _ = try gateway.importAsset(

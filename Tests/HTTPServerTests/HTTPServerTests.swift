@@ -154,6 +154,12 @@ final class EchoServer: Sendable {
         HostileCase(
             name: "HTTP/1.1 without Host", status: 400, reason: "missing-host", request: "GET / HTTP/1.1\r\n\r\n"),
         HostileCase(
+            name: "two Host fields", status: 400, reason: "repeated-host",
+            request: "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),
+        HostileCase(
+            name: "two Host fields on HTTP/1.0", status: 400, reason: "repeated-host",
+            request: "GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n"),
+        HostileCase(
             name: "space in a header name", status: 400, reason: "invalid-header-name",
             request: "GET / HTTP/1.1\r\nHost: t\r\nBad Name: x\r\n\r\n"),
         HostileCase(

@@ -4,11 +4,11 @@ import Testing
 
 @testable import Packager
 
-private let media = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+let media = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().appendingPathComponent("media")
 
 /// A scratch directory removed when released.
-private final class Scratch {
+final class Scratch {
     let path: String
     init() throws {
         path = FileManager.default.temporaryDirectory.appendingPathComponent("packager-\(UUID().uuidString)").path

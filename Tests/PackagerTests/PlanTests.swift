@@ -158,11 +158,34 @@ private func stream(
         } throws: { error in (error as? PackagingError)?.kind == .invalidOptions }
     }
 
-    @Test(arguments: ["/srv/out/clip/clip.key", "/srv/out/clip"])
+    @Test(arguments: [
+        "/srv/out/clip/clip.key", "/srv/out/clip", "/srv/out/./clip/", "/srv/out/clip/x/../k.key",
+    ])
     func refusesAKeyFileInsideThePublishedDirectory(_ path: String) {
         #expect {
-            try KeyMaterial(options: options { $0.keyFile = path }, output: "/srv/out/clip")
-        } throws: { error in (error as? PackagingError)?.kind == .invalidOptions && "\(error)".contains("inside") }
+            try PackagingJob(options: options { $0.keyFile = path }).checkPathsApart()
+        } throws: { error in (error as? PackagingError)?.kind == .pathConflict && "\(error)".contains("inside") }
+    }
+
+    @Test(arguments: ["/srv/in/clip.mp4", "/srv/in", "/srv", "/srv/in/../in/./"])
+    func refusesAnOutputThatIsOrHoldsTheInput(_ output: String) {
+        let input = "/srv/in/clip.mp4"
+        #expect {
+            try PackagingJob(
+                options: options {
+                    $0.input = input
+                    $0.output = output
+                }
+            ).checkPathsApart()
+        } throws: { error in (error as? PackagingError)?.kind == .pathConflict && "\(error)".contains("the input") }
+        #expect(throws: Never.self) {
+            try PackagingJob(
+                options: options {
+                    $0.input = input
+                    $0.output = "/srv/in2"
+                }
+            ).checkPathsApart()
+        }
     }
 
     @Test func refusesTemplatesAPlaylistCannotCarryAndKeysOfTheWrongSize() {

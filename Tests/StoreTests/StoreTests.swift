@@ -198,6 +198,41 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         #expect(try store.auditCount() == 250)
         #expect(try store.recentAudit(limit: 1) == [records[249]])
     }
+
+    @Test func addsRefusalCountsUpPerMinuteAndPrunesBoth() throws {
+        let temporary = try TemporaryStore()
+        defer { withExtendedLifetime(temporary) {} }
+        let store = temporary.store
+        let minute = epoch
+        let count = { (reason: String, remote: String, n: Int, at: Date) in
+            AuditRefusalCount(minute: at, reason: reason, remote: remote, count: n)
+        }
+        try store.appendAudit([], refusals: [count("token-missing", "10.0.0.1", 5, minute)])
+        try store.appendAudit(
+            [AuditRecord(at: minute + 120, action: "key", outcome: "granted")],
+            refusals: [
+                count("token-missing", "10.0.0.1", 7, minute), count("token-missing", "10.0.0.2", 1, minute),
+                count("token-missing", "10.0.0.1", 2, minute + 120),
+            ])
+        #expect(try store.refusalCounts().map(\.count) == [12, 1, 2])
+        #expect(store.sizeInBytes > 0)
+        // Everything before epoch + 60 s goes: the first minute's two rows; the record and the later row stay.
+        #expect(try store.pruneAudit(before: minute + 60) == 2)
+        #expect(try store.refusalCounts().map(\.count) == [2] && store.auditCount() == 1)
+    }
+
+    @Test func upgradesAVersion1DatabaseKeepingItsAuditRows() throws {
+        let temporary = try TemporaryStore()
+        try temporary.store.appendAudit([AuditRecord(at: epoch, action: "key", outcome: "granted")])
+        try temporary.store.with { (database: SQLiteConnection) throws(StoreError) in
+            try database.execute("DROP TABLE audit_refusals; DROP INDEX audit_by_time; PRAGMA user_version = 1")
+        }
+        let reopened = try Store(directory: temporary.directory, kek: temporary.kek)
+        #expect(try reopened.schemaVersion() == Migrations.all.count)
+        #expect(try reopened.auditCount() == 1)
+        try reopened.appendAudit([], refusals: [AuditRefusalCount(minute: epoch, reason: "r", remote: "a", count: 1)])
+        #expect(try reopened.refusalCounts().count == 1)
+    }
 }
 
 @Suite struct KeyEncryptionKeyTests {
@@ -228,12 +263,102 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
     }
 
     @Test func prefersTheEnvironmentAndChecksIt() throws {
-        let hex = String(repeating: "ab", count: 32)
+        let hex = String(repeating: "ab01", count: 16)
         #expect(try KeyEncryptionKey.load(environmentValue: hex, file: directory + "/none").bytes == [UInt8](hex: hex))
         #expect(!FileManager.default.fileExists(atPath: directory + "/none"))
         #expect {
             _ = try KeyEncryptionKey.load(environmentValue: "abcd", file: directory + "/none")
         } throws: { "\($0)".contains("GUARDPLAY_KEK") && "\($0)".contains("64 hexadecimal digits") }
         try FileManager.default.removeItem(atPath: directory)
+    }
+
+    @Test func refusesAKeyWhoseBytesAreAllTheSameFromTheEnvironmentOrAFile() throws {
+        for byte in ["00", "ff", "5a"] {
+            #expect {
+                _ = try KeyEncryptionKey.load(
+                    environmentValue: String(repeating: byte, count: 32), file: directory + "/n")
+            } throws: { "\($0)".contains("GUARDPLAY_KEK") && "\($0)".contains("all 32 bytes are the same") }
+        }
+        let path = directory + "/kek"
+        try write(String(repeating: "0", count: 64) + "\n", to: path)
+        #expect {
+            _ = try KeyEncryptionKey.load(environmentValue: nil, file: path)
+        } throws: { "\($0)".contains(path) && "\($0)".contains("all 32 bytes are the same (00)") }
+        try FileManager.default.removeItem(atPath: directory)
+    }
+
+    @Test func refusesAFileAnotherUserOwnsUnlessItIsSystemdsCredential() throws {
+        let path = directory + "/kek"
+        try write(String(repeating: "ab01", count: 16), to: path)
+        let other: uid_t = geteuid() == 65534 ? 65533 : 65534
+        try #require(chown(path, other, getegid()) == 0, "chown needs root: \(String(cString: strerror(errno)))")
+        #expect {
+            _ = try KeyEncryptionKey.load(environmentValue: nil, file: path)
+        } throws: { "\($0)".contains("owned by uid \(other), not by this process's user (uid \(geteuid()))") }
+        #expect(throws: StoreError.self) {
+            _ = try KeyEncryptionKey.check(environmentValue: nil, file: path)
+        }
+        // systemd's LoadCredential= file: root's, mode 0400 with a read ACL whose mask shows as 0440.
+        try #require(chown(path, 0, 0) == 0 && chmod(path, 0o440) == 0)
+        if geteuid() != 0 {
+            #expect(throws: StoreError.self) { _ = try KeyEncryptionKey.load(environmentValue: nil, file: path) }
+        }
+        #expect(
+            try KeyEncryptionKey.load(environmentValue: nil, file: path, credentialsDirectory: directory).bytes.count
+                == 32)
+        // Even there, a file others may read or anyone may write is refused.
+        for (mode, message) in [
+            (0o444 as mode_t, "readable by others (mode 444)"), (0o460, "writable by others (mode 460)"),
+        ] {
+            try #require(chmod(path, mode) == 0)
+            #expect {
+                _ = try KeyEncryptionKey.load(environmentValue: nil, file: path, credentialsDirectory: directory)
+            } throws: { "\($0)".contains(message) }
+        }
+        try FileManager.default.removeItem(atPath: directory)
+    }
+
+    @Test func refusesAFileInADirectoryOthersMayWriteToWithoutTheStickyBit() throws {
+        let shared = directory + "/shared"
+        try FileManager.default.createDirectory(atPath: shared + "/inner", withIntermediateDirectories: true)
+        let path = shared + "/inner/kek"
+        try write(String(repeating: "ab01", count: 16), to: path)
+        for mode: mode_t in [0o777, 0o770] {
+            try #require(chmod(shared, mode) == 0)
+            for load in [
+                { _ = try KeyEncryptionKey.load(environmentValue: nil, file: path) },
+                { _ = try KeyEncryptionKey.check(environmentValue: nil, file: path) },
+                // Not created there either.
+                { _ = try KeyEncryptionKey.load(environmentValue: nil, file: shared + "/inner/new") },
+            ] as [() throws -> Void] {
+                #expect {
+                    try load()
+                } throws: {
+                    "\($0)".contains("the directory \(shared) is writable by others (mode \(String(mode, radix: 8)))")
+                }
+            }
+            #expect(!FileManager.default.fileExists(atPath: shared + "/inner/new"))
+        }
+        // The sticky bit (as on /tmp) keeps others from replacing the file: accepted.
+        try #require(chmod(shared, 0o1777) == 0)
+        #expect(try KeyEncryptionKey.load(environmentValue: nil, file: path).bytes.count == 32)
+        try FileManager.default.removeItem(atPath: directory)
+    }
+
+    @Test func refusesASymbolicLinkAsTheKeyFile() throws {
+        let target = directory + "/real"
+        try write(String(repeating: "ab01", count: 16), to: target)
+        try FileManager.default.createSymbolicLink(atPath: directory + "/kek", withDestinationPath: target)
+        #expect {
+            _ = try KeyEncryptionKey.load(environmentValue: nil, file: directory + "/kek")
+        } throws: { "\($0)".contains("open(\(directory)/kek)") }
+        try FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Writes `text` to a new file at `path` with mode 0600.
+    func write(_ text: String, to path: String) throws {
+        try #require(
+            FileManager.default.createFile(
+                atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]))
     }
 }
