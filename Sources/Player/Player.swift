@@ -24,6 +24,10 @@ public final class Player: Sendable {
         var error: PlayerError?
         var events: [PlayerEvent] = []
         var eventsClosed = false
+        /// False until the outputs are open (the `started` event) or playback has ended: opening the
+        /// sound card points standard error at /dev/null for a moment, and a notice queued before
+        /// `start()` must not be printed into that gap.
+        var delivering = false
         var listeners: [@Sendable (PlayerEvent) -> Void] = []
         var manual: ManualCaptureSource?
         var output = ""
@@ -227,7 +231,11 @@ public final class Player: Sendable {
         control.withLock { control in
             guard !control.eventsClosed else { return }
             control.events.append(event)
-            if case .finished = event { control.eventsClosed = true }
+            switch event {
+            case .started: control.delivering = true
+            case .finished: control.eventsClosed = true
+            default: break
+            }
         }
     }
 
@@ -258,10 +266,11 @@ public final class Player: Sendable {
     private func deliverEvents() {
         while true {
             monitor.tick()
-            let (batch, listeners, closed) = control.wait(
-                until: { !$0.events.isEmpty || $0.eventsClosed }, timeout: 0.1
+            let (batch, listeners, closed): ([PlayerEvent], [@Sendable (PlayerEvent) -> Void], Bool) = control.wait(
+                until: { ($0.delivering && !$0.events.isEmpty) || $0.eventsClosed }, timeout: 0.1
             ) {
                 control in
+                guard control.delivering || control.eventsClosed else { return ([], control.listeners, false) }
                 let batch = control.events
                 control.events.removeAll()
                 return (batch, control.listeners, control.eventsClosed)
