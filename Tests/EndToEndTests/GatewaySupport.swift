@@ -23,11 +23,13 @@ final class GatewayServer {
     var importRoot: String { directory.path("imports") }
     var inputRoot: String { directory.path("inputs") }
     var database: String { dataDirectory + "/guardplay.db" }
-    var environment: [String: String] { ["GUARDPLAY_KEK": testKEKHex] }
+    /// GUARDPLAY_KEK, and whatever else the test set.
+    let environment: [String: String]
 
-    init(_ arguments: [String] = []) throws {
+    init(_ arguments: [String] = [], environment extra: [String: String] = [:]) throws {
         directory = try TemporaryDirectory()
         extraArguments = arguments
+        environment = ["GUARDPLAY_KEK": testKEKHex].merging(extra) { $1 }
         stdoutPath = directory.path("serve.stdout")
         stderrPath = directory.path("serve.stderr")
         for path in [importRoot, inputRoot] {
