@@ -213,7 +213,8 @@ public final class Player: Sendable {
         let capture = monitor.current
         let (paused, muted, output) = control.withLock { ($0.paused, $0.muted, $0.output) }
         return PlayerStatus(
-            path: options.path, position: max(0, monitor.now.media), duration: duration, isPaused: paused,
+            path: options.path, position: max(0, monitor.now.media), duration: duration,
+            end: options.length.map { min(duration ?? .infinity, options.start + $0) } ?? duration, isPaused: paused,
             isMuted: muted, isProtecting: capture.isProtecting(under: monitor.policy), capture: capture,
             mask: options.mask.description, output: output, hasAudio: hasAudio, hasVideo: hasVideo)
     }

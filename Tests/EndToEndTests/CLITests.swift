@@ -48,6 +48,26 @@ import Testing
         #expect(result.stderr.contains("unknown option '--xyzzy' (see guard-play help)"), "\(result.stderr)")
     }
 
+    @Test func theSummariesCountInTheSingularWhenThereIsOne() throws {
+        let directory = try TemporaryDirectory()
+        let out = directory.path("out")
+        let packaged = try guardPlay(["package", fixture("mono-48k.m4a"), "--out", out, "--segment-duration", "60"])
+        #expect(packaged.status == 0, "\(packaged.stderr)")
+        #expect(packaged.stdout.contains("(SAMPLE-AES, 1 stream, 1 segment, "), "\(packaged.stdout)")
+        let verified = try guardPlay(["verify", out])
+        #expect(verified.status == 0, "\(verified.stderr)")
+        #expect(verified.stdout.contains(", 1 playlist, 1 segment"), "\(verified.stdout)")
+    }
+
+    @Test func audioAloneIsProtectedByMutingOnlyAndSaysSo() throws {
+        let result = try guardPlay(
+            [fixture("song.m4a"), "--simulate-recording=0.5-", "--length", "1", "--output", "null"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("capturing (simulated: "), "\(result.stderr)")
+        #expect(result.stderr.contains("(protected: muted)\n"), "\(result.stderr)")
+        #expect(!result.stderr.contains("masked)"), "\(result.stderr)")
+    }
+
     @Test func versionPrints() throws {
         let result = try guardPlay(["--version"])
         #expect(result.status == 0)
