@@ -48,7 +48,8 @@ struct Arguments {
             let name = String(body.prefix { $0 != "=" })
             let inline: String? = body.contains("=") ? String(body.drop { $0 != "=" }.dropFirst()) : nil
             guard let option = known[name] else {
-                throw CLIError(.usage, "unknown option '\(argument)' (see guard-play help)")
+                let hint = Suggestion.closest(to: name, among: options.map(\.name)).map { "did you mean '--\($0)'?" }
+                throw CLIError(.usage, "unknown option '\(argument)' (\(hint ?? "see guard-play help"))")
             }
             if values[name] != nil && !option.repeatable {
                 throw CLIError(.usage, "option '--\(name)' given twice")

@@ -33,7 +33,10 @@ enum GuardPlay {
                 return try ServeCommand.run(Array(arguments.dropFirst())).rawValue
             case "tokens":
                 return try TokensCommand.run(Array(arguments.dropFirst())).rawValue
-            default:
+            case let word?:
+                if let command = misspelledCommand(word) {
+                    throw CLIError(.usage, "'\(word)' is neither a command nor a file; did you mean '\(command)'?")
+                }
                 return try PlayCommand.run(arguments).rawValue
             }
         } catch let error as CLIError {
@@ -43,6 +46,16 @@ enum GuardPlay {
             FileHandle.standardError.write(Data("guard-play: \(error)\n".utf8))
             return ExitCode.failure.rawValue
         }
+    }
+
+    /// The subcommands, for suggestions.
+    static let commands = ["package", "verify", "serve", "tokens", "help", "version"]
+
+    /// The command `word` was likely meant to be, when it names no file and is a typo of one
+    /// (`pakage`); nil otherwise, so a missing media file still gets its own message.
+    static func misspelledCommand(_ word: String) -> String? {
+        guard !word.hasPrefix("-"), !FileManager.default.fileExists(atPath: word) else { return nil }
+        return Suggestion.closest(to: word, among: commands)
     }
 
     static func helpText(for topic: String?) -> String {

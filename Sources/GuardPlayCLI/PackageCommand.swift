@@ -148,8 +148,8 @@ enum PackageCommand {
             case .none: "no encryption"
             }
         var lines = [
-            "packaged \(input) → \(output) (\(method), \(result.streams.count) streams, \(result.segmentCount) "
-                + "segments, \(String(format: "%.2f", result.duration)) s)",
+            "packaged \(input) → \(output) (\(method), \(counted(result.streams.count, "stream")), "
+                + "\(counted(result.segmentCount, "segment")), \(String(format: "%.2f", result.duration)) s)",
             "  master     \(result.masterPlaylist)",
         ]
         if let keyFile = result.keyFile { lines.append("  key file   \(keyFile) (mode 0600)") }

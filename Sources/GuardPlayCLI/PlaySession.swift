@@ -19,6 +19,8 @@ final class PlaySession: Sendable {
     func run() -> ExitCode {
         let status = self.status
         let output = self.output
+        let protection = [player.hasAudio ? "muted" : nil, player.hasVideo ? "masked" : nil].compactMap { $0 }
+            .joined(separator: " and ")
         player.addListener { event in
             switch status {
             case .json:
@@ -40,7 +42,7 @@ final class PlaySession: Sendable {
                 case .capture(let change, let protecting) where status == .log:
                     output.printLine(
                         String(format: "%6.1f s  ", change.since.media) + "\(change.state.rawValue) (\(change.source): "
-                            + "\(change.reason))" + (protecting ? "  (protected: muted and masked)" : ""),
+                            + "\(change.reason))" + (protecting ? "  (protected: \(protection))" : ""),
                         toStandardError: true)
                 default: break
                 }

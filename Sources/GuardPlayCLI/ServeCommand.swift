@@ -2,6 +2,7 @@ import ControlAPI
 import Foundation
 import Gateway
 import HTTPServer
+import MediaCore
 import Store
 
 /// `guard-play serve`: the gateway. Runs until SIGTERM or SIGINT, then drains: `/readyz` answers 503
@@ -78,6 +79,15 @@ enum ServeCommand {
         let log: @Sendable (String) -> Void = { message in
             FileHandle.standardError.write(Data("guard-play serve: \(message)\n".utf8))
         }
+        // FFmpeg (x264's statistics after a still, say) speaks through the gateway's log, and only at
+        // GUARDPLAY_FFMPEG_LOG and above: quiet unless asked, as in the CLI.
+        let ffmpegLevel = ProcessInfo.processInfo.environment["GUARDPLAY_FFMPEG_LOG"] ?? "quiet"
+        guard let level = MediaLog.Level(rawValue: ffmpegLevel) else {
+            throw CLIError(
+                .badValue,
+                "invalid GUARDPLAY_FFMPEG_LOG '\(ffmpegLevel)': expected quiet, error, warning, info or debug")
+        }
+        MediaLog.route(level: level) { level, line in log("ffmpeg \(level): \(line)") }
         // Signals are taken by sigwait below; block them before any thread starts so every thread
         // inherits the mask and none is interrupted.
         var signals = sigset_t()

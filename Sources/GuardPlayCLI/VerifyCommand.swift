@@ -69,7 +69,8 @@ enum VerifyCommand {
 
     private static func text(_ report: VerificationReport, directory: String) -> String {
         var lines = [
-            "verify \(directory): \(report.method), \(report.playlists.count) playlists, \(report.segments) segments"
+            "verify \(directory): \(report.method), \(counted(report.playlists.count, "playlist")), "
+                + counted(report.segments, "segment")
         ]
         for note in report.notes { lines.append("  note: \(note)") }
         for stream in report.streams {

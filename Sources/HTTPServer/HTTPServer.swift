@@ -93,14 +93,19 @@ public final class HTTPServer: Sendable {
             }
             options.append(cmhd_option_end())
             return options.withUnsafeMutableBufferPointer { items in
-                cmhd_start_daemon(flags, 0, nil, nil, handleRequest, context, items.baseAddress)
+                // The port is in SOCK_ADDR; given here too, the daemon's own messages name it.
+                cmhd_start_daemon(flags, configuration.port, nil, nil, handleRequest, context, items.baseAddress)
             }
         }
         guard let daemon else {
             Unmanaged<HTTPServer>.fromOpaque(context).release()
+            let host = configuration.host
+            let endpoint = (host.contains(":") ? "[\(host)]" : host) + ":\(configuration.port)"
+            if let failure = address.bindFailure() {
+                throw HTTPServerError(operation: "bind(\(endpoint))", message: failure)
+            }
             throw HTTPServerError(
-                operation: "MHD_start_daemon(\(configuration.host):\(configuration.port))",
-                message: "could not start: the address may be in use or not local")
+                operation: "MHD_start_daemon(\(endpoint))", message: "could not start (the address can be bound)")
         }
         let handle = DaemonHandle(pointer: daemon)
         state.withLock { state in

@@ -29,6 +29,30 @@ struct SocketAddress {
         }
     }
 
+    /// Why a socket cannot be bound to this address now, as `bind` reports it: nil when it can. It binds
+    /// a socket of its own the way libmicrohttpd does (SO_REUSEADDR, IPv6 only for an IPv6 address)
+    /// and closes it at once, so a failed daemon start can say what stopped it; libmicrohttpd returns
+    /// only NULL.
+    func bindFailure() -> String? {
+        let family = isIPv6 ? AF_INET6 : AF_INET
+        let socket = Glibc.socket(family, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { return "socket: \(String(cString: strerror(errno))) (\(errorName(errno)))" }
+        defer { close(socket) }
+        var on: Int32 = 1
+        setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        if isIPv6 { setsockopt(socket, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, socklen_t(MemoryLayout<Int32>.size)) }
+        let length = socklen_t(isIPv6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
+        guard withSockaddr({ Glibc.bind(socket, $0, length) }) != 0 else { return nil }
+        let code = errno
+        let reason = String(cString: strerror(code)).lowercased() + " (\(errorName(code)))"
+        switch code {
+        case EADDRINUSE: return reason + ": another program is listening there"
+        case EADDRNOTAVAIL: return reason + ": the address is not one of this machine's"
+        case EACCES: return reason + ": ports below 1024 need privilege"
+        default: return reason
+        }
+    }
+
     /// Calls `body` with a pointer to the address, valid only inside the call.
     func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>) -> T) -> T {
         withUnsafeBytes(of: storage) { raw in body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self)) }
@@ -50,4 +74,16 @@ func addressText(_ address: UnsafePointer<sockaddr>?) -> String {
         return ""
     }
     return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+}
+
+/// The symbolic name of the errors `bind` gives for an address, or the number.
+private func errorName(_ code: Int32) -> String {
+    switch code {
+    case EADDRINUSE: "EADDRINUSE"
+    case EADDRNOTAVAIL: "EADDRNOTAVAIL"
+    case EACCES: "EACCES"
+    case EAFNOSUPPORT: "EAFNOSUPPORT"
+    case EINVAL: "EINVAL"
+    default: "errno \(code)"
+    }
 }

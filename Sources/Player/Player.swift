@@ -24,6 +24,10 @@ public final class Player: Sendable {
         var error: PlayerError?
         var events: [PlayerEvent] = []
         var eventsClosed = false
+        /// False until the outputs are open (the `started` event) or playback has ended: opening the
+        /// sound card points standard error at /dev/null for a moment, and a notice queued before
+        /// `start()` must not be printed into that gap.
+        var delivering = false
         var listeners: [@Sendable (PlayerEvent) -> Void] = []
         var manual: ManualCaptureSource?
         var output = ""
@@ -217,7 +221,8 @@ public final class Player: Sendable {
         let capture = monitor.current
         let (paused, muted, output) = control.withLock { ($0.paused, $0.muted, $0.output) }
         return PlayerStatus(
-            path: options.path, position: max(0, monitor.now.media), duration: duration, isPaused: paused,
+            path: options.path, position: max(0, monitor.now.media), duration: duration,
+            end: options.length.map { min(duration ?? .infinity, options.start + $0) } ?? duration, isPaused: paused,
             isMuted: muted, isProtecting: capture.isProtecting(under: monitor.policy), capture: capture,
             mask: options.mask.description, output: output, hasAudio: hasAudio, hasVideo: hasVideo)
     }
@@ -235,7 +240,11 @@ public final class Player: Sendable {
         control.withLock { control in
             guard !control.eventsClosed else { return }
             control.events.append(event)
-            if case .finished = event { control.eventsClosed = true }
+            switch event {
+            case .started: control.delivering = true
+            case .finished: control.eventsClosed = true
+            default: break
+            }
         }
     }
 
@@ -266,10 +275,11 @@ public final class Player: Sendable {
     private func deliverEvents() {
         while true {
             monitor.tick()
-            let (batch, listeners, closed) = control.wait(
-                until: { !$0.events.isEmpty || $0.eventsClosed }, timeout: 0.1
+            let (batch, listeners, closed): ([PlayerEvent], [@Sendable (PlayerEvent) -> Void], Bool) = control.wait(
+                until: { ($0.delivering && !$0.events.isEmpty) || $0.eventsClosed }, timeout: 0.1
             ) {
                 control in
+                guard control.delivering || control.eventsClosed else { return ([], control.listeners, false) }
                 let batch = control.events
                 control.events.removeAll()
                 return (batch, control.listeners, control.eventsClosed)

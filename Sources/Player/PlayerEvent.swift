@@ -32,6 +32,9 @@ public struct PlayerStatus: Sendable, Hashable {
     public var position: Double
     /// The file's duration in seconds, or nil when unknown.
     public var duration: Double?
+    /// Where playback ends: `--start` + `--length` when that comes before the end of the file, else
+    /// the duration.
+    public var end: Double?
     /// True while paused.
     public var isPaused: Bool
     /// True while the user has muted.

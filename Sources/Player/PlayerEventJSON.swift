@@ -81,7 +81,7 @@ extension PlayerStatus {
 
     /// The one-line status for a terminal: position/duration, capture state with its source, flags.
     public var line: String {
-        let total = duration.map { String(format: "%.1f", $0) } ?? "?"
+        let total = end.map { String(format: "%.1f", $0) } ?? "?"
         var flags: [String] = []
         if isPaused { flags.append("paused") }
         if isMuted { flags.append("muted by user") }
@@ -89,8 +89,8 @@ extension PlayerStatus {
             if hasAudio { flags.append("audio muted") }
             if hasVideo { flags.append("video masked (\(mask))") }
         }
-        let state = capture.state.rawValue.uppercased()
-        return String(format: "%6.1f/%@ s  ", position, total) + "\(state) (\(capture.source))"
+        // Spelt as everywhere else (the log lines, JSON, the REST API): lower case.
+        return String(format: "%6.1f/%@ s  ", position, total) + "\(capture.state.rawValue) (\(capture.source))"
             + (flags.isEmpty ? "" : "  " + flags.joined(separator: ", "))
     }
 }

@@ -54,6 +54,29 @@ import Testing
         #expect(keyless.status == 401)
     }
 
+    @Test(arguments: [nil, "info"] as [String?])
+    func ffmpegSpeaksOnlyThroughTheGatewayLogAndOnlyWhenAsked(_ level: String?) throws {
+        // Packaging a still runs libx264, which prints some twenty lines of statistics at info level.
+        let server = try GatewayServer(environment: level.map { ["GUARDPLAY_FFMPEG_LOG": $0] } ?? [:])
+        let admin = try server.token("admin")
+        try FileManager.default.copyItem(atPath: fixture("qr-still.png"), toPath: server.inputRoot + "/still.png")
+        let job = try server.submitJob(token: admin, input: "still.png", asset: "still")
+        let finished = try server.pollJob(job, token: admin) {
+            ["succeeded", "failed"].contains($0["state"] as? String)
+        }
+        #expect(finished?["state"] as? String == "succeeded", "\(String(describing: finished))")
+        let lines = server.log.split(separator: "\n")
+        // Every line is the gateway's own; FFmpeg's, when asked for, carry their level.
+        #expect(lines.allSatisfy { $0.hasPrefix("guard-play serve: ") }, "\(server.log)")
+        let x264 = lines.filter { $0.contains("libx264") }
+        if level == nil {
+            #expect(x264.isEmpty, "\(server.log)")
+        } else {
+            #expect(
+                x264.contains { $0.hasPrefix("guard-play serve: ffmpeg info: [libx264 @ ") && $0.contains("frame I:") })
+        }
+    }
+
     @Test func aJobInterruptedByKill9IsRetriedAfterRestartAndNothingIsLost() throws {
         let server = try GatewayServer()
         let admin = try server.token("admin")

@@ -28,13 +28,18 @@ final class GatewayServer {
     var importRoot: String { directory.path("imports") }
     var inputRoot: String { directory.path("inputs") }
     var database: String { dataDirectory + "/guardplay.db" }
-    var environment: [String: String] { ["GUARDPLAY_KEK": testKEKHex] }
+    /// GUARDPLAY_KEK, and whatever else the test set.
+    let environment: [String: String]
 
-    init(_ arguments: [String] = [], launcher: [String] = [], user: uid_t? = nil) throws {
+    init(
+        _ arguments: [String] = [], launcher: [String] = [], user: uid_t? = nil,
+        environment extra: [String: String] = [:]
+    ) throws {
         directory = try TemporaryDirectory()
         extraArguments = arguments
         self.launcher = launcher
         self.user = user
+        environment = ["GUARDPLAY_KEK": testKEKHex].merging(extra) { $1 }
         stdoutPath = directory.path("serve.stdout")
         stderrPath = directory.path("serve.stderr")
         for path in [importRoot, inputRoot] {

@@ -35,7 +35,17 @@ import Testing
             ["serve", "--listen", "127.0.0.1:\(first.port)", "--data", directory.path("data")],
             environment: first.environment, timeout: 30)
         #expect(second.status == 1)
-        #expect(second.stderr.contains("MHD_start_daemon(127.0.0.1:\(first.port))"))
+        #expect(
+            second.stderr.contains("guard-play: bind(127.0.0.1:\(first.port)): address already in use (EADDRINUSE)"),
+            "\(second.stderr)")
+        #expect(!second.stderr.contains("port 0"), "\(second.stderr)")
+        // An address that is not this machine's says so too (192.0.2.1 is TEST-NET-1, never local).
+        let foreign = try guardPlay(
+            ["serve", "--listen", "192.0.2.1:\(first.port)", "--data", directory.path("data")],
+            environment: first.environment, timeout: 30)
+        #expect(foreign.status == 1)
+        #expect(foreign.stderr.contains("bind(192.0.2.1:\(first.port)): "), "\(foreign.stderr)")
+        #expect(foreign.stderr.contains("(EADDRNOTAVAIL): the address is not one of this machine's"))
     }
 
     @Test func drainsOnSIGTERMReportingNotReadyThenExitsCleanly() throws {
