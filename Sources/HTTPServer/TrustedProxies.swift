@@ -56,9 +56,9 @@ public struct TrustedProxies: Sendable, Equatable {
     /// order). Only when the peer is trusted is the header read: from the right, each trusted hop
     /// passes the request on to the address before it, and the first untrusted address is the
     /// client. A hop that is not an address ends the walk at the trusted hop that reported it.
-    public func client(peer: String, forwardedFor: [String]) -> String {
-        guard trusts(peer) else { return peer }
-        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
+    public func client(peer: String, forwardedFor: @autoclosure () -> [String]) -> String {
+        guard !ranges.isEmpty, trusts(peer) else { return peer }
+        let hops = forwardedFor().flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
         var client = peer
         for hop in hops.reversed() {
             guard Self.addressBytes(hop) != nil else { return client }
