@@ -1,7 +1,5 @@
 public import CaptureMonitor
 import Foundation
-import Synchronization
-import ThreadSupport
 
 /// The process scanner as a capture source: every `interval` seconds it reads `/proc` and reports
 /// `capturing` while a known recorder runs, `clear` otherwise, each report leased for `lease` seconds.
@@ -14,7 +12,7 @@ public final class ProcessScanSource: LiveCaptureSource {
     public let lease: Double
     public let name: String
     private let scan: @Sendable () -> [ProcessDetection]
-    private let thread = Mutex<PeriodicThread?>(nil)
+    private let loop: PollingLoop
 
     /// Creates a scanner over `table` with `classifier`, skipping GuardPlay's own process.
     public convenience init(
@@ -34,34 +32,29 @@ public final class ProcessScanSource: LiveCaptureSource {
     ) {
         self.name = name
         self.interval = interval
-        self.lease = lease ?? max(interval * 2 + 0.1, 0.5)
+        self.lease = lease ?? PollingLoop.lease(for: interval)
         self.scan = scan
+        loop = PollingLoop(name: name, interval: interval, lease: self.lease)
     }
 
     public func start(_ reporter: CaptureReporter) {
-        let interval = interval
-        let lease = lease
         let scan = scan
-        let tick: @Sendable () -> Void = {
-            let found = scan()
-            if let first = found.sorted(by: Self.priority).first {
-                let more = found.count > 1 ? " (and \(found.count - 1) more)" : ""
-                reporter.report(
-                    .capturing, reason: "\(first.reason), pid \(first.pid)\(more)", pid: first.pid, app: first.app,
-                    confidence: first.confidence, lease: lease)
-            } else {
-                reporter.report(.clear, reason: "no recorder running", confidence: 0.8, lease: lease)
-            }
-        }
-        // The first scan runs here, so its report is in place before playback begins.
-        tick()
-        let started = PeriodicThread(
-            name: "guardplay.\(name)", interval: interval, firstTickAfter: interval, tick: tick)
-        thread.withLock { $0 = started }
+        loop.start(reporter) { Self.verdict(scan()) }
     }
 
     public func stop() {
-        thread.withLock { $0 }?.stop(waitingAtMost: 1)
+        loop.stop()
+    }
+
+    /// `capturing` for the first detection in priority order, `clear` when there is none.
+    static func verdict(_ found: [ProcessDetection]) -> PollVerdict {
+        guard let first = found.sorted(by: priority).first else {
+            return PollVerdict(.clear, reason: "no recorder running", confidence: 0.8)
+        }
+        let more = found.count > 1 ? " (and \(found.count - 1) more)" : ""
+        return PollVerdict(
+            .capturing, reason: "\(first.reason), pid \(first.pid)\(more)", pid: first.pid, app: first.app,
+            confidence: first.confidence)
     }
 
     /// Screen before screenshot before audio, then the surer match.

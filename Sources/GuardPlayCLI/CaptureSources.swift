@@ -4,11 +4,12 @@ import Foundation
 import Player
 
 /// What `--capture-source` asks for: a comma-separated list of `auto`, `simulate`, `process`,
-/// `pipewire`, `session`, `remote` and `none`.
+/// `pipewire`, `session`, `remote-desktop`, `remote` and `none`.
 struct CaptureSelection: Equatable {
     /// One word of the list.
     enum Word: String, CaseIterable {
         case auto, simulate, process, pipewire, session, remote, none
+        case remoteDesktop = "remote-desktop"
     }
 
     /// The words given.
@@ -41,12 +42,12 @@ struct CaptureSelection: Equatable {
         self.words = words
     }
 
-    /// The detectors to run: `auto` is the process scanner, the PipeWire watcher when PipeWire runs, and
-    /// the session type.
+    /// The detectors to run: `auto` is the process scanner, the remote-desktop watcher, the PipeWire
+    /// watcher when PipeWire runs, and the session type.
     func resolved(pipeWireAvailable: Bool) -> Set<Word> {
         var result = words.subtracting([.auto, .none, .simulate])
         if words.contains(.auto) {
-            result.formUnion([.process, .session])
+            result.formUnion([.process, .remoteDesktop, .session])
             if pipeWireAvailable { result.insert(.pipewire) }
         }
         return result
@@ -81,6 +82,17 @@ final class CaptureSources {
         if detectors.contains(.process) {
             monitor.attach(
                 ProcessScanSource(interval: interval, classifier: ProcessClassifier(rules: rules)))
+        }
+        if detectors.contains(.remoteDesktop) {
+            let source = RemoteDesktopSource(interval: interval)
+            monitor.attach(source)
+            // A server that runs with nobody watching is clear, but the user should know it is there.
+            let idle = RemoteDesktopScan(table: ProcessTable(), servers: .builtIn).idle
+            for server in idle {
+                notices.append(
+                    "remote-desktop: \(server.app) (pid \(server.pid)) is running with no viewer connected; "
+                        + "output is protected as soon as a viewer connects")
+            }
         }
         if detectors.contains(.pipewire) {
             if explicit && !PipeWireCaptureSource.isAvailable {

@@ -31,9 +31,9 @@ enum PlayCommand {
           --video-out auto|window|null where video goes when playing to the device (default auto: a
                                        window when DISPLAY or WAYLAND_DISPLAY is set, otherwise null)
           --capture-source LIST        what watches for capture, comma-separated: auto (process scan,
-                                       PipeWire when it runs, session type), process, pipewire, session,
-                                       remote, simulate or none (default auto; simulate with
-                                       --simulate-*, none with --output)
+                                       remote-desktop servers, PipeWire when it runs, session type),
+                                       process, remote-desktop, pipewire, session, remote, simulate or
+                                       none (default auto; simulate with --simulate-*, none with --output)
           --poll-interval T            process scan and PipeWire renewal period: 250, 250ms, 0.25s
                                        (default 250 ms)
           --recorders FILE             more recorder rules (after $XDG_CONFIG_HOME/guard-play/recorders.conf)

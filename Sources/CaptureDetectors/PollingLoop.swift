@@ -1,0 +1,69 @@
+public import CaptureMonitor
+import Synchronization
+import ThreadSupport
+
+/// What one poll of a scanning detector found: the report it makes, before the lease is added.
+public struct PollVerdict: Sendable, Hashable {
+    /// The state found.
+    public var state: CaptureState
+    /// Why, in a few words.
+    public var reason: String
+    /// The process responsible, when one is.
+    public var pid: Int32?
+    /// Its tool's name, when one is.
+    public var app: String?
+    /// How sure the verdict is.
+    public var confidence: Double
+
+    /// Creates a verdict.
+    public init(_ state: CaptureState, reason: String, pid: Int32? = nil, app: String? = nil, confidence: Double) {
+        self.state = state
+        self.reason = reason
+        self.pid = pid
+        self.app = app
+        self.confidence = confidence
+    }
+}
+
+/// The polling every scanning source shares (the process scanner, the remote-desktop watcher): the first
+/// poll runs inside `start`, so its verdict is in place before playback begins, then one every `interval`
+/// on a thread of its own; each verdict is reported with a lease of `lease` seconds, so a poll that hangs
+/// or a thread that dies lets the lease lapse to `unknown`.
+final class PollingLoop: Sendable {
+    /// The thread's name.
+    let name: String
+    /// Seconds between polls.
+    let interval: Double
+    /// Seconds each verdict is believed.
+    let lease: Double
+    private let thread = Mutex<PeriodicThread?>(nil)
+
+    /// The default lease for `interval`: two polls and a margin, at least half a second.
+    static func lease(for interval: Double) -> Double { max(interval * 2 + 0.1, 0.5) }
+
+    init(name: String, interval: Double, lease: Double) {
+        self.name = name
+        self.interval = interval
+        self.lease = lease
+    }
+
+    /// Polls now and reports, then every `interval` until `stop`.
+    func start(_ reporter: CaptureReporter, poll: @escaping @Sendable () -> PollVerdict) {
+        let lease = lease
+        let tick: @Sendable () -> Void = {
+            let verdict = poll()
+            reporter.report(
+                verdict.state, reason: verdict.reason, pid: verdict.pid, app: verdict.app,
+                confidence: verdict.confidence, lease: lease)
+        }
+        tick()
+        let started = PeriodicThread(
+            name: "guardplay.\(name)", interval: interval, firstTickAfter: interval, tick: tick)
+        thread.withLock { $0 = started }
+    }
+
+    /// Stops the thread, waiting at most a second for a poll in progress.
+    func stop() {
+        thread.withLock { $0 }?.stop(waitingAtMost: 1)
+    }
+}
