@@ -47,18 +47,44 @@ final class PollingLoop: Sendable {
         self.lease = lease
     }
 
-    /// Polls now and reports, then every `interval` until `stop`.
-    func start(_ reporter: CaptureReporter, poll: @escaping @Sendable () -> PollVerdict) {
+    /// Polls now and reports, then every `interval` until `stop`. With `quick`, the thread wakes every
+    /// `quickInterval` instead and runs `quick` between polls; a verdict it returns is reported at once
+    /// (nil: nothing to say). The regular poll keeps its period.
+    func start(
+        _ reporter: CaptureReporter, quickInterval: Double? = nil, quick: (@Sendable () -> PollVerdict?)? = nil,
+        poll: @escaping @Sendable () -> PollVerdict
+    ) {
         let lease = lease
-        let tick: @Sendable () -> Void = {
-            let verdict = poll()
+        let interval = interval
+        let send: @Sendable (PollVerdict) -> Void = { verdict in
             reporter.report(
                 verdict.state, reason: verdict.reason, pid: verdict.pid, app: verdict.app,
                 confidence: verdict.confidence, lease: lease)
         }
-        tick()
-        let started = PeriodicThread(
-            name: "guardplay.\(name)", interval: interval, firstTickAfter: interval, tick: tick)
+        send(poll())
+        let started: PeriodicThread
+        if let quick, let quickInterval, quickInterval < interval {
+            let lastPoll = Mutex(MonotonicClock.seconds())
+            started = PeriodicThread(name: "guardplay.\(name)", interval: quickInterval, firstTickAfter: quickInterval)
+            {
+                let now = MonotonicClock.seconds()
+                // Half a wake-up early rather than a whole one late.
+                let due = lastPoll.withLock { last in
+                    guard now - last >= interval - quickInterval / 2 else { return false }
+                    last = now
+                    return true
+                }
+                if due {
+                    send(poll())
+                } else if let verdict = quick() {
+                    send(verdict)
+                }
+            }
+        } else {
+            started = PeriodicThread(
+                name: "guardplay.\(name)", interval: interval, firstTickAfter: interval
+            ) { send(poll()) }
+        }
         thread.withLock { $0 = started }
     }
 

@@ -1,5 +1,6 @@
 public import CaptureMonitor
 import Foundation
+import Synchronization
 
 /// The process scanner as a capture source: every `interval` seconds it reads `/proc` and reports
 /// `capturing` while a known recorder runs, `clear` otherwise, each report leased for `lease` seconds.
@@ -12,34 +13,112 @@ public final class ProcessScanSource: LiveCaptureSource {
     public let lease: Double
     public let name: String
     private let scan: @Sendable () -> [ProcessDetection]
+    private let newTasks: NewTaskCheck?
     private let loop: PollingLoop
 
-    /// Creates a scanner over `table` with `classifier`, skipping GuardPlay's own process.
+    /// How the scanner looks at newly created tasks between its regular scans.
+    public struct NewTaskCheck: Sendable {
+        /// Seconds between readings of the newest PID (5 ms by default).
+        public var interval: Double
+        /// Reads the newest PID (`ProcessTable.newestPID()`).
+        public var newestPID: @Sendable () -> Int32?
+        /// The recorders among these task IDs.
+        public var classify: @Sendable ([Int32]) -> [ProcessDetection]
+
+        /// Creates a check.
+        public init(
+            interval: Double = 0.005, newestPID: @escaping @Sendable () -> Int32?,
+            classify: @escaping @Sendable ([Int32]) -> [ProcessDetection]
+        ) {
+            self.interval = interval
+            self.newestPID = newestPID
+            self.classify = classify
+        }
+
+        /// The check over `table` with `classifier`: each task ID read as a process, a thread counted as
+        /// its process, processes failing `keep` skipped.
+        public init(
+            interval: Double = 0.005, table: ProcessTable, classifier: ProcessClassifier,
+            keep: @escaping @Sendable (Int32) -> Bool = { _ in true }
+        ) {
+            self.init(interval: interval, newestPID: { table.newestPID() }) { pids in
+                var found: [ProcessDetection] = []
+                for pid in pids {
+                    guard let process = table.process(pid), var detection = classifier.classify(process),
+                        let owner = table.threadGroup(of: pid), keep(owner)
+                    else { continue }
+                    detection.pid = owner
+                    if !found.contains(detection) { found.append(detection) }
+                }
+                return found
+            }
+        }
+    }
+
+    /// Creates a scanner over `table` with `classifier`, skipping GuardPlay's own process; with
+    /// `quickInterval` (5 ms by default, nil for none) it also reads the newest PID that often and looks
+    /// at each new task at once, so a recorder is seen within milliseconds of its start instead of at
+    /// the next scan.
     public convenience init(
-        interval: Double = 0.25, table: ProcessTable = ProcessTable(),
+        interval: Double = 0.25, quickInterval: Double? = 0.005, table: ProcessTable = ProcessTable(),
         classifier: ProcessClassifier = ProcessClassifier()
     ) {
         let own = getpid()
-        self.init(interval: interval) {
+        let check = quickInterval.map { NewTaskCheck(interval: $0, table: table, classifier: classifier) { $0 != own } }
+        self.init(interval: interval, newTasks: check) {
             table.snapshot().filter { $0.pid != own }.compactMap(classifier.classify)
         }
     }
 
-    /// Creates a source around any scan function (tests pass one that hangs or fails).
+    /// Creates a source around any scan function (tests pass one that hangs or fails), and optionally a
+    /// check of new tasks between scans.
     public init(
-        name: String = "process-scan", interval: Double = 0.25, lease: Double? = nil,
+        name: String = "process-scan", interval: Double = 0.25, lease: Double? = nil, newTasks: NewTaskCheck? = nil,
         scan: @escaping @Sendable () -> [ProcessDetection]
     ) {
         self.name = name
         self.interval = interval
         self.lease = lease ?? PollingLoop.lease(for: interval)
         self.scan = scan
+        self.newTasks = newTasks
         loop = PollingLoop(name: name, interval: interval, lease: self.lease)
     }
 
     public func start(_ reporter: CaptureReporter) {
         let scan = scan
-        loop.start(reporter) { Self.verdict(scan()) }
+        // The last full scan's detections, so a verdict from new tasks alone does not hide them.
+        let lastScan = Mutex<[ProcessDetection]>([])
+        let poll: @Sendable () -> PollVerdict = {
+            let found = scan()
+            lastScan.withLock { $0 = found }
+            return Self.verdict(found)
+        }
+        guard let newTasks else {
+            loop.start(reporter, poll: poll)
+            return
+        }
+        // The baseline reading comes before the first scan: a task created after it is either in that
+        // scan or among the new ones.
+        var baseline = NewProcessWatch(window: interval)
+        _ = baseline.observe(newest: newTasks.newestPID(), at: MonotonicClock.seconds())
+        let watch = Mutex(baseline)
+        loop.start(
+            reporter, quickInterval: newTasks.interval,
+            quick: {
+                let reading = newTasks.newestPID()
+                let step = watch.withLock { $0.observe(newest: reading, at: MonotonicClock.seconds()) }
+                switch step {
+                case .nothing:
+                    return nil
+                case .scanAll:
+                    return poll()
+                case .check(let pids):
+                    let found = newTasks.classify(pids)
+                    guard !found.isEmpty else { return nil }
+                    let known = lastScan.withLock { $0 }
+                    return Self.verdict(known + found.filter { new in !known.contains { $0.pid == new.pid } })
+                }
+            }, poll: poll)
     }
 
     public func stop() {

@@ -23,20 +23,51 @@ public struct ProcessTable: Sendable {
         var result: [ProcessSnapshot] = []
         result.reserveCapacity(entries.count)
         for entry in entries {
-            guard let pid = Int32(entry), pid > 0 else { continue }
-            let directory = root + "/" + entry
-            guard let comm = Self.read(directory + "/comm") else { continue }
-            let name = String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .newlines)
-            guard accept(name) else { continue }
-            guard let cmdline = Self.read(directory + "/cmdline"), !cmdline.isEmpty else { continue }
-            let arguments = cmdline.split(separator: 0, omittingEmptySubsequences: false).map {
-                String(decoding: $0, as: UTF8.self)
-            }
-            result.append(
-                ProcessSnapshot(
-                    pid: pid, comm: name, arguments: arguments.last == "" ? Array(arguments.dropLast()) : arguments))
+            guard let pid = Int32(entry), pid > 0, let process = process(pid, acceptingComm: accept) else { continue }
+            result.append(process)
         }
         return result
+    }
+
+    /// Process (or thread) `pid`, read the way `snapshot()` reads each process; nil when it is gone, is a
+    /// kernel thread or zombie, or its `comm` fails `accept`. A thread ID gives the thread's name and
+    /// its process's command line; `threadGroup(of:)` says which process that is.
+    public func process(_ pid: Int32, acceptingComm accept: (String) -> Bool = { _ in true }) -> ProcessSnapshot? {
+        let directory = "\(root)/\(pid)"
+        guard let comm = Self.read(directory + "/comm") else { return nil }
+        let name = String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .newlines)
+        guard accept(name) else { return nil }
+        guard let cmdline = Self.read(directory + "/cmdline"), !cmdline.isEmpty else { return nil }
+        let arguments = cmdline.split(separator: 0, omittingEmptySubsequences: false).map {
+            String(decoding: $0, as: UTF8.self)
+        }
+        return ProcessSnapshot(
+            pid: pid, comm: name, arguments: arguments.last == "" ? Array(arguments.dropLast()) : arguments)
+    }
+
+    /// The process a task belongs to (the `Tgid:` line of `/proc/PID/status`): itself for a process, its
+    /// process for a thread; nil when it is gone.
+    public func threadGroup(of pid: Int32) -> Int32? {
+        guard let status = Self.read("\(root)/\(pid)/status") else { return nil }
+        for line in String(decoding: status, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Tgid:") {
+            return Int32(line.dropFirst(5).trimmingCharacters(in: .whitespaces))
+        }
+        return nil
+    }
+
+    /// The most recently created process or thread ID in this PID namespace: the last field of
+    /// `/proc/loadavg` (`0.52 0.58 0.59 2/148 28664`). It changes only when a task is created, so reading
+    /// it is a cheap test for "something new started".
+    public func newestPID() -> Int32? {
+        guard let bytes = Self.read(root + "/loadavg") else { return nil }
+        return Self.newestPID(inLoadAverage: String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// The last field of a `/proc/loadavg` line, or nil when it does not read as one.
+    static func newestPID(inLoadAverage text: String) -> Int32? {
+        let fields = text.split(whereSeparator: \.isWhitespace)
+        guard fields.count == 5, fields[3].contains("/") else { return nil }
+        return Int32(fields[4]).flatMap { $0 > 0 ? $0 : nil }
     }
 
     /// The inodes of the sockets `pid` holds open (its `/proc/PID/fd` links that read `socket:[INODE]`), or

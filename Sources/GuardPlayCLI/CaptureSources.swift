@@ -59,6 +59,8 @@ struct CaptureSelection: Equatable {
 final class CaptureSources {
     /// Seconds between process scans and PipeWire renewals.
     let interval: Double
+    /// Seconds between the process scanner's readings of the newest PID, or nil for none.
+    let newProcessPoll: Double?
     /// The recorder list the process scanner uses.
     let rules: RecorderRules
     private let monitor: CaptureMonitor
@@ -66,9 +68,10 @@ final class CaptureSources {
     /// The remote source the gateway's `--control` endpoint reports through, when `remote` is selected.
     private(set) var remote: RemoteCaptureSource?
 
-    init(monitor: CaptureMonitor, interval: Double, rules: RecorderRules) {
+    init(monitor: CaptureMonitor, interval: Double, newProcessPoll: Double? = 0.005, rules: RecorderRules) {
         self.monitor = monitor
         self.interval = interval
+        self.newProcessPoll = newProcessPoll
         self.rules = rules
     }
 
@@ -81,7 +84,8 @@ final class CaptureSources {
         let environment = ProcessInfo.processInfo.environment
         if detectors.contains(.process) {
             monitor.attach(
-                ProcessScanSource(interval: interval, classifier: ProcessClassifier(rules: rules)))
+                ProcessScanSource(
+                    interval: interval, quickInterval: newProcessPoll, classifier: ProcessClassifier(rules: rules)))
         }
         if detectors.contains(.remoteDesktop) {
             let source = RemoteDesktopSource(interval: interval)
@@ -167,8 +171,9 @@ final class CaptureSources {
         return rules
     }
 
-    /// Parses `--poll-interval`: milliseconds (`250`, `250ms`) or seconds (`0.25s`), from 10 ms to 10 s.
-    static func pollInterval(_ text: String) -> Double? {
+    /// Parses `--poll-interval`: milliseconds (`250`, `250ms`) or seconds (`0.25s`), from 10 ms to 10 s
+    /// (or within `range`, in seconds).
+    static func pollInterval(_ text: String, within range: ClosedRange<Double> = 0.01...10) -> Double? {
         var number = Substring(text)
         var scale = 0.001
         if number.hasSuffix("ms") {
@@ -179,6 +184,6 @@ final class CaptureSources {
         }
         guard let value = Double(number), value.isFinite else { return nil }
         let seconds = value * scale
-        return (0.01...10).contains(seconds) ? seconds : nil
+        return range.contains(seconds) ? seconds : nil
     }
 }
