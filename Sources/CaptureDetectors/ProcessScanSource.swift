@@ -18,7 +18,7 @@ public final class ProcessScanSource: LiveCaptureSource {
 
     /// How the scanner looks at newly created tasks between its regular scans.
     public struct NewTaskCheck: Sendable {
-        /// Seconds between readings of the newest PID (5 ms by default).
+        /// Seconds between readings of the newest PID (10 ms by default).
         public var interval: Double
         /// Reads the newest PID (`ProcessTable.newestPID()`).
         public var newestPID: @Sendable () -> Int32?
@@ -27,7 +27,7 @@ public final class ProcessScanSource: LiveCaptureSource {
 
         /// Creates a check.
         public init(
-            interval: Double = 0.005, newestPID: @escaping @Sendable () -> Int32?,
+            interval: Double = 0.01, newestPID: @escaping @Sendable () -> Int32?,
             classify: @escaping @Sendable ([Int32]) -> [ProcessDetection]
         ) {
             self.interval = interval
@@ -38,10 +38,11 @@ public final class ProcessScanSource: LiveCaptureSource {
         /// The check over `table` with `classifier`: each task ID read as a process, a thread counted as
         /// its process, processes failing `keep` skipped.
         public init(
-            interval: Double = 0.005, table: ProcessTable, classifier: ProcessClassifier,
+            interval: Double = 0.01, table: ProcessTable, classifier: ProcessClassifier,
             keep: @escaping @Sendable (Int32) -> Bool = { _ in true }
         ) {
-            self.init(interval: interval, newestPID: { table.newestPID() }) { pids in
+            let reader = LoadAverageReader(table: table)
+            self.init(interval: interval, newestPID: { reader.newestPID() }) { pids in
                 var found: [ProcessDetection] = []
                 for pid in pids {
                     guard let process = table.process(pid), var detection = classifier.classify(process),
@@ -56,11 +57,11 @@ public final class ProcessScanSource: LiveCaptureSource {
     }
 
     /// Creates a scanner over `table` with `classifier`, skipping GuardPlay's own process; with
-    /// `quickInterval` (5 ms by default, nil for none) it also reads the newest PID that often and looks
+    /// `quickInterval` (10 ms by default, nil for none) it also reads the newest PID that often and looks
     /// at each new task at once, so a recorder is seen within milliseconds of its start instead of at
     /// the next scan.
     public convenience init(
-        interval: Double = 0.25, quickInterval: Double? = 0.005, table: ProcessTable = ProcessTable(),
+        interval: Double = 0.25, quickInterval: Double? = 0.01, table: ProcessTable = ProcessTable(),
         classifier: ProcessClassifier = ProcessClassifier()
     ) {
         let own = getpid()
@@ -99,7 +100,9 @@ public final class ProcessScanSource: LiveCaptureSource {
         }
         // The baseline reading comes before the first scan: a task created after it is either in that
         // scan or among the new ones.
-        var baseline = NewProcessWatch(window: interval)
+        // A shell's fork and exec are usually a few milliseconds apart; a task that execs a recorder
+        // later than the window is the regular scan's.
+        var baseline = NewProcessWatch(window: min(interval, Self.execWindow))
         _ = baseline.observe(newest: newTasks.newestPID(), at: MonotonicClock.seconds())
         let watch = Mutex(baseline)
         loop.start(
@@ -124,6 +127,9 @@ public final class ProcessScanSource: LiveCaptureSource {
     public func stop() {
         loop.stop()
     }
+
+    /// Seconds a new task is looked at again, waiting for it to exec (at most one poll interval).
+    static let execWindow = 0.05
 
     /// `capturing` for the first detection in priority order, `clear` when there is none.
     static func verdict(_ found: [ProcessDetection]) -> PollVerdict {

@@ -19,14 +19,35 @@ public struct ProcessTable: Sendable {
     /// Like `snapshot()`, but reads the command line only of processes whose `comm` passes `accept`
     /// (a scan for a few known names then costs one small read per process).
     public func snapshot(acceptingComm accept: (String) -> Bool) -> [ProcessSnapshot] {
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: root) else { return [] }
         var result: [ProcessSnapshot] = []
-        result.reserveCapacity(entries.count)
-        for entry in entries {
-            guard let pid = Int32(entry), pid > 0, let process = process(pid, acceptingComm: accept) else { continue }
+        for pid in processIDs() {
+            guard let process = process(pid, acceptingComm: accept) else { continue }
             result.append(process)
         }
         return result
+    }
+
+    /// The numeric entries of the procfs root (`opendir`/`readdir`, without building a name for every
+    /// other entry); empty when the root cannot be read.
+    func processIDs() -> [Int32] {
+        guard let directory = opendir(root) else { return [] }
+        defer { closedir(directory) }
+        var pids: [Int32] = []
+        while let entry = readdir(directory) {
+            let pid = withUnsafeBytes(of: entry.pointee.d_name) { raw -> Int32? in
+                var value: Int32 = 0
+                for byte in raw {
+                    if byte == 0 { break }
+                    guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte), value < Int32.max / 10 else {
+                        return nil
+                    }
+                    value = value * 10 + Int32(byte - UInt8(ascii: "0"))
+                }
+                return value > 0 ? value : nil
+            }
+            if let pid { pids.append(pid) }
+        }
+        return pids
     }
 
     /// Process (or thread) `pid`, read the way `snapshot()` reads each process; nil when it is gone, is a
@@ -96,12 +117,14 @@ public struct ProcessTable: Sendable {
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < limit {
-            let count = buffer.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            bytes.append(contentsOf: buffer[0..<count])
+        // A buffer on the stack: a scan reads two small files per process, several times a second.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { buffer in
+            while bytes.count < limit {
+                let count = Foundation.read(descriptor, buffer.baseAddress, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<count]))
+            }
         }
         if complete, bytes.count >= limit { return nil }
         return bytes

@@ -68,7 +68,7 @@ final class CaptureSources {
     /// The remote source the gateway's `--control` endpoint reports through, when `remote` is selected.
     private(set) var remote: RemoteCaptureSource?
 
-    init(monitor: CaptureMonitor, interval: Double, newProcessPoll: Double? = 0.005, rules: RecorderRules) {
+    init(monitor: CaptureMonitor, interval: Double, newProcessPoll: Double? = 0.01, rules: RecorderRules) {
         self.monitor = monitor
         self.interval = interval
         self.newProcessPoll = newProcessPoll

@@ -15,6 +15,28 @@ import Testing
         #expect(ProcessTable().newestPID() != nil, "this machine's /proc/loadavg")
     }
 
+    @Test(arguments: [
+        "2.79 2.90 2.37 5/148 28664\n", "2.79 2.90 2.37 5/148\n", "2.79 2.90 2.37 5-148 28664\n", "", "\n",
+        "0.00 0.00 0.00 1/1 99999999999\n", "0.00 0.00 0.00 1/1 0\n",
+    ])
+    func theByteParserAgreesWithTheTextParser(_ line: String) {
+        let bytes = Array(line.utf8)
+        let fromBytes = bytes.withUnsafeBufferPointer { ProcessTable.newestPID(inLoadAverage: $0) }
+        #expect(fromBytes == ProcessTable.newestPID(inLoadAverage: line))
+    }
+
+    @Test func theKeptOpenReaderReadsAFreshValueEachTime() throws {
+        let reader = LoadAverageReader(table: ProcessTable())
+        let before = try #require(reader.newestPID())
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/true")
+        try child.run()
+        child.waitUntilExit()
+        let after = try #require(reader.newestPID())
+        #expect(after != before, "a process was created in between")
+        #expect(abs(Int(after) - Int(ProcessTable().newestPID() ?? 0)) < 1000)
+    }
+
     @Test func theFirstReadingIsABaselineAndNewPIDsAreChecked() {
         var watch = NewProcessWatch(window: 0.25)
         #expect(watch.observe(newest: 1000, at: 0) == .nothing)
@@ -75,7 +97,7 @@ import Testing
         let monitor = CaptureMonitor()
         monitor.attach(
             ProcessScanSource(
-                interval: 10, lease: 30, newTasks: .init(interval: 0.005, table: table, classifier: classifier)
+                interval: 10, lease: 30, newTasks: .init(interval: 0.01, table: table, classifier: classifier)
             ) { table.snapshot().compactMap(classifier.classify) })
         defer { monitor.stopAll() }
         #expect(monitor.decision(atMedia: 0).state == .clear)
