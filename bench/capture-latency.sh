@@ -11,12 +11,14 @@
 #   WirePlumber, with `--capture-source pipewire` only; the recorder is `pw-record` of the sink's monitor.
 #
 # Usage: bench/capture-latency.sh [process|pipewire] [rounds (default 20)] [poll interval (default 250ms)]
+#        [new-process poll (default 10ms; off for the regular scan alone)]
 # KEEP=1 keeps the working folder (events, recorder start times, the player's standard error).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-process}"
 rounds="${2:-20}"
 interval="${3:-250ms}"
+quick="${4:-10ms}"
 work=$(mktemp -d /tmp/guardplay-latency.XXXXXX)
 pids=()
 cleanup() {
@@ -61,11 +63,11 @@ if [ "$mode" = process ]; then
         wf-recorder wl-screenrec grim flameshot spectacle gnome-screenshot scrot maim parecord pw-record pacat \
         pw-cat gst-launch-1.0
     DISPLAY="$display" SDL_AUDIODRIVER=pulseaudio "$player" media/clip.mp4 --loop 0 --video-out window \
-        --capture-source process --poll-interval "$interval" --recorders "$work/recorders.conf" --status json \
+        --capture-source process --poll-interval "$interval" --new-process-poll "$quick" --recorders "$work/recorders.conf" --status json \
         >"$work/events.jsonl" 2>"$work/player.err" &
     pids+=($!)
     sleep 3
-    echo "bench: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); process scan every $interval; $rounds rounds"
+    echo "bench: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); process scan every $interval, newest PID every $quick; $rounds rounds"
     for round in $(seq "$rounds"); do
         if [ $((round % 2)) -eq 1 ]; then
             sh -c "$stamp" _ screen "$work/starts" ffmpeg -nostdin -v fatal -y -f x11grab -draw_mouse 0 \

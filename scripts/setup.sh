@@ -20,6 +20,8 @@ packages=(
     strace
     # A private PipeWire with WirePlumber for the detector tests, and tools that act as real recorders
     pipewire pipewire-bin wireplumber dbus gstreamer1.0-pipewire gstreamer1.0-tools gstreamer1.0-plugins-base
+    # A real VNC server and viewers for the remote-desktop detector's end-to-end test
+    x11vnc xtightvncviewer vncsnapshot
 )
 
 missing=()

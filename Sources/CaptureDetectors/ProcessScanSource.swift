@@ -1,7 +1,6 @@
 public import CaptureMonitor
 import Foundation
 import Synchronization
-import ThreadSupport
 
 /// The process scanner as a capture source: every `interval` seconds it reads `/proc` and reports
 /// `capturing` while a known recorder runs, `clear` otherwise, each report leased for `lease` seconds.
@@ -14,54 +13,133 @@ public final class ProcessScanSource: LiveCaptureSource {
     public let lease: Double
     public let name: String
     private let scan: @Sendable () -> [ProcessDetection]
-    private let thread = Mutex<PeriodicThread?>(nil)
+    private let newTasks: NewTaskCheck?
+    private let loop: PollingLoop
 
-    /// Creates a scanner over `table` with `classifier`, skipping GuardPlay's own process.
+    /// How the scanner looks at newly created tasks between its regular scans.
+    public struct NewTaskCheck: Sendable {
+        /// Seconds between readings of the newest PID (10 ms by default).
+        public var interval: Double
+        /// Reads the newest PID (`ProcessTable.newestPID()`).
+        public var newestPID: @Sendable () -> Int32?
+        /// The recorders among these task IDs.
+        public var classify: @Sendable ([Int32]) -> [ProcessDetection]
+
+        /// Creates a check.
+        public init(
+            interval: Double = 0.01, newestPID: @escaping @Sendable () -> Int32?,
+            classify: @escaping @Sendable ([Int32]) -> [ProcessDetection]
+        ) {
+            self.interval = interval
+            self.newestPID = newestPID
+            self.classify = classify
+        }
+
+        /// The check over `table` with `classifier`: each task ID read as a process, a thread counted as
+        /// its process, processes failing `keep` skipped.
+        public init(
+            interval: Double = 0.01, table: ProcessTable, classifier: ProcessClassifier,
+            keep: @escaping @Sendable (Int32) -> Bool = { _ in true }
+        ) {
+            let reader = LoadAverageReader(table: table)
+            self.init(interval: interval, newestPID: { reader.newestPID() }) { pids in
+                var found: [ProcessDetection] = []
+                for pid in pids {
+                    guard let process = table.process(pid), var detection = classifier.classify(process),
+                        let owner = table.threadGroup(of: pid), keep(owner)
+                    else { continue }
+                    detection.pid = owner
+                    if !found.contains(detection) { found.append(detection) }
+                }
+                return found
+            }
+        }
+    }
+
+    /// Creates a scanner over `table` with `classifier`, skipping GuardPlay's own process; with
+    /// `quickInterval` (10 ms by default, nil for none) it also reads the newest PID that often and looks
+    /// at each new task at once, so a recorder is seen within milliseconds of its start instead of at
+    /// the next scan.
     public convenience init(
-        interval: Double = 0.25, table: ProcessTable = ProcessTable(),
+        interval: Double = 0.25, quickInterval: Double? = 0.01, table: ProcessTable = ProcessTable(),
         classifier: ProcessClassifier = ProcessClassifier()
     ) {
         let own = getpid()
-        self.init(interval: interval) {
+        let check = quickInterval.map { NewTaskCheck(interval: $0, table: table, classifier: classifier) { $0 != own } }
+        self.init(interval: interval, newTasks: check) {
             table.snapshot().filter { $0.pid != own }.compactMap(classifier.classify)
         }
     }
 
-    /// Creates a source around any scan function (tests pass one that hangs or fails).
+    /// Creates a source around any scan function (tests pass one that hangs or fails), and optionally a
+    /// check of new tasks between scans.
     public init(
-        name: String = "process-scan", interval: Double = 0.25, lease: Double? = nil,
+        name: String = "process-scan", interval: Double = 0.25, lease: Double? = nil, newTasks: NewTaskCheck? = nil,
         scan: @escaping @Sendable () -> [ProcessDetection]
     ) {
         self.name = name
         self.interval = interval
-        self.lease = lease ?? max(interval * 2 + 0.1, 0.5)
+        self.lease = lease ?? PollingLoop.lease(for: interval)
         self.scan = scan
+        self.newTasks = newTasks
+        loop = PollingLoop(name: name, interval: interval, lease: self.lease)
     }
 
     public func start(_ reporter: CaptureReporter) {
-        let interval = interval
-        let lease = lease
         let scan = scan
-        let tick: @Sendable () -> Void = {
+        // The last full scan's detections, so a verdict from new tasks alone does not hide them.
+        let lastScan = Mutex<[ProcessDetection]>([])
+        let poll: @Sendable () -> PollVerdict = {
             let found = scan()
-            if let first = found.sorted(by: Self.priority).first {
-                let more = found.count > 1 ? " (and \(found.count - 1) more)" : ""
-                reporter.report(
-                    .capturing, reason: "\(first.reason), pid \(first.pid)\(more)", pid: first.pid, app: first.app,
-                    confidence: first.confidence, lease: lease)
-            } else {
-                reporter.report(.clear, reason: "no recorder running", confidence: 0.8, lease: lease)
-            }
+            lastScan.withLock { $0 = found }
+            return Self.verdict(found)
         }
-        // The first scan runs here, so its report is in place before playback begins.
-        tick()
-        let started = PeriodicThread(
-            name: "guardplay.\(name)", interval: interval, firstTickAfter: interval, tick: tick)
-        thread.withLock { $0 = started }
+        guard let newTasks else {
+            loop.start(reporter, poll: poll)
+            return
+        }
+        // The baseline reading comes before the first scan: a task created after it is either in that
+        // scan or among the new ones.
+        // A shell's fork and exec are usually a few milliseconds apart; a task that execs a recorder
+        // later than the window is the regular scan's.
+        var baseline = NewProcessWatch(window: min(interval, Self.execWindow))
+        _ = baseline.observe(newest: newTasks.newestPID(), at: MonotonicClock.seconds())
+        let watch = Mutex(baseline)
+        loop.start(
+            reporter, quickInterval: newTasks.interval,
+            quick: {
+                let reading = newTasks.newestPID()
+                let step = watch.withLock { $0.observe(newest: reading, at: MonotonicClock.seconds()) }
+                switch step {
+                case .nothing:
+                    return nil
+                case .scanAll:
+                    return poll()
+                case .check(let pids):
+                    let found = newTasks.classify(pids)
+                    guard !found.isEmpty else { return nil }
+                    let known = lastScan.withLock { $0 }
+                    return Self.verdict(known + found.filter { new in !known.contains { $0.pid == new.pid } })
+                }
+            }, poll: poll)
     }
 
     public func stop() {
-        thread.withLock { $0 }?.stop(waitingAtMost: 1)
+        loop.stop()
+    }
+
+    /// Seconds a new task is looked at again, waiting for it to exec (at most one poll interval).
+    static let execWindow = 0.05
+
+    /// `capturing` for the first detection in priority order, `clear` when there is none.
+    static func verdict(_ found: [ProcessDetection]) -> PollVerdict {
+        guard let first = found.sorted(by: priority).first else {
+            return PollVerdict(.clear, reason: "no recorder running", confidence: 0.8)
+        }
+        let more = found.count > 1 ? " (and \(found.count - 1) more)" : ""
+        return PollVerdict(
+            .capturing, reason: "\(first.reason), pid \(first.pid)\(more)", pid: first.pid, app: first.app,
+            confidence: first.confidence)
     }
 
     /// Screen before screenshot before audio, then the surer match.

@@ -4,11 +4,12 @@ import Foundation
 import Player
 
 /// What `--capture-source` asks for: a comma-separated list of `auto`, `simulate`, `process`,
-/// `pipewire`, `session`, `remote` and `none`.
+/// `pipewire`, `session`, `remote-desktop`, `remote` and `none`.
 struct CaptureSelection: Equatable {
     /// One word of the list.
     enum Word: String, CaseIterable {
         case auto, simulate, process, pipewire, session, remote, none
+        case remoteDesktop = "remote-desktop"
     }
 
     /// The words given.
@@ -41,12 +42,12 @@ struct CaptureSelection: Equatable {
         self.words = words
     }
 
-    /// The detectors to run: `auto` is the process scanner, the PipeWire watcher when PipeWire runs, and
-    /// the session type.
+    /// The detectors to run: `auto` is the process scanner, the remote-desktop watcher, the PipeWire
+    /// watcher when PipeWire runs, and the session type.
     func resolved(pipeWireAvailable: Bool) -> Set<Word> {
         var result = words.subtracting([.auto, .none, .simulate])
         if words.contains(.auto) {
-            result.formUnion([.process, .session])
+            result.formUnion([.process, .remoteDesktop, .session])
             if pipeWireAvailable { result.insert(.pipewire) }
         }
         return result
@@ -58,6 +59,8 @@ struct CaptureSelection: Equatable {
 final class CaptureSources {
     /// Seconds between process scans and PipeWire renewals.
     let interval: Double
+    /// Seconds between the process scanner's readings of the newest PID, or nil for none.
+    let newProcessPoll: Double?
     /// The recorder list the process scanner uses.
     let rules: RecorderRules
     private let monitor: CaptureMonitor
@@ -65,9 +68,10 @@ final class CaptureSources {
     /// The remote source the gateway's `--control` endpoint reports through, when `remote` is selected.
     private(set) var remote: RemoteCaptureSource?
 
-    init(monitor: CaptureMonitor, interval: Double, rules: RecorderRules) {
+    init(monitor: CaptureMonitor, interval: Double, newProcessPoll: Double? = 0.01, rules: RecorderRules) {
         self.monitor = monitor
         self.interval = interval
+        self.newProcessPoll = newProcessPoll
         self.rules = rules
     }
 
@@ -80,7 +84,19 @@ final class CaptureSources {
         let environment = ProcessInfo.processInfo.environment
         if detectors.contains(.process) {
             monitor.attach(
-                ProcessScanSource(interval: interval, classifier: ProcessClassifier(rules: rules)))
+                ProcessScanSource(
+                    interval: interval, quickInterval: newProcessPoll, classifier: ProcessClassifier(rules: rules)))
+        }
+        if detectors.contains(.remoteDesktop) {
+            let source = RemoteDesktopSource(interval: interval)
+            monitor.attach(source)
+            // A server that runs with nobody watching is clear, but the user should know it is there.
+            let idle = RemoteDesktopScan(table: ProcessTable(), servers: .builtIn).idle
+            for server in idle {
+                notices.append(
+                    "remote-desktop: \(server.app) (pid \(server.pid)) is running with no viewer connected; "
+                        + "output is protected as soon as a viewer connects")
+            }
         }
         if detectors.contains(.pipewire) {
             if explicit && !PipeWireCaptureSource.isAvailable {
@@ -155,8 +171,9 @@ final class CaptureSources {
         return rules
     }
 
-    /// Parses `--poll-interval`: milliseconds (`250`, `250ms`) or seconds (`0.25s`), from 10 ms to 10 s.
-    static func pollInterval(_ text: String) -> Double? {
+    /// Parses `--poll-interval`: milliseconds (`250`, `250ms`) or seconds (`0.25s`), from 10 ms to 10 s
+    /// (or within `range`, in seconds).
+    static func pollInterval(_ text: String, within range: ClosedRange<Double> = 0.01...10) -> Double? {
         var number = Substring(text)
         var scale = 0.001
         if number.hasSuffix("ms") {
@@ -167,6 +184,6 @@ final class CaptureSources {
         }
         guard let value = Double(number), value.isFinite else { return nil }
         let seconds = value * scale
-        return (0.01...10).contains(seconds) ? seconds : nil
+        return range.contains(seconds) ? seconds : nil
     }
 }

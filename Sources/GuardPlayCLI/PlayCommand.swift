@@ -37,11 +37,13 @@ enum PlayCommand {
                                        the region (default the whole picture) at the display's refresh
                                        rate: one screenshot holds about half of it (needs a window)
           --capture-source LIST        what watches for capture, comma-separated: auto (process scan,
-                                       PipeWire when it runs, session type), process, pipewire, session,
-                                       remote, simulate or none (default auto; simulate with
-                                       --simulate-*, none with --output)
+                                       remote-desktop servers, PipeWire when it runs, session type),
+                                       process, remote-desktop, pipewire, session, remote, simulate or
+                                       none (default auto; simulate with --simulate-*, none with --output)
           --poll-interval T            process scan and PipeWire renewal period: 250, 250ms, 0.25s
                                        (default 250 ms)
+          --new-process-poll T|off     how often the process scanner reads the newest PID to look at
+                                       new processes between scans (default 10 ms)
           --recorders FILE             more recorder rules (after $XDG_CONFIG_HOME/guard-play/recorders.conf)
           --control HOST:PORT          serve the player's REST control API there (GET /v1/player, POST
                                        /v1/player/{pause,resume,seek}, PUT /v1/player/capture-state,
@@ -61,8 +63,8 @@ enum PlayCommand {
         .init("output"), .init("realtime", .flag), .init("fast", .flag), .init("start"), .init("length"),
         .init("volume"), .init("mute", .flag), .init("no-audio", .flag), .init("no-video", .flag), .init("loop"),
         .init("status"), .init("threads"), .init("video-out"), .init("capture-source"), .init("poll-interval"),
-        .init("recorders", repeatable: true), .init("control"), .init("data"), .init("max-pixels"),
-        .init("control-public", .flag), .init("flicker", .optionalValue),
+        .init("new-process-poll"), .init("recorders", repeatable: true), .init("control"), .init("data"),
+        .init("max-pixels"), .init("control-public", .flag), .init("flicker", .optionalValue),
     ]
 
     /// What the command line asked for, checked.
@@ -74,6 +76,8 @@ enum PlayCommand {
         var capture: CaptureSelection
         var captureExplicit: Bool
         var pollInterval: Double
+        /// Seconds between readings of the newest PID, or nil for none (`--new-process-poll off`).
+        var newProcessPoll: Double?
         var recorders: RecorderRules
         /// A notice about where video goes (no display), shown when the file has video.
         var videoNotice: String?
@@ -94,7 +98,9 @@ enum PlayCommand {
         if let notice = request.videoNotice, player.hasVideo { player.notify(notice) }
         // Detectors start before playback, and each has reported once when `attach` returns, so the first
         // sample and frame already follow what they see.
-        let sources = CaptureSources(monitor: monitor, interval: request.pollInterval, rules: request.recorders)
+        let sources = CaptureSources(
+            monitor: monitor, interval: request.pollInterval, newProcessPoll: request.newProcessPoll,
+            rules: request.recorders)
         var detectors = request.capture.resolved(pipeWireAvailable: PipeWireCaptureSource.isAvailable)
         // The control API's capture reports come through the remote source.
         if request.control != nil { detectors.insert(.remote) }
@@ -232,6 +238,15 @@ enum PlayCommand {
             try parsed.parsed("poll-interval", as: "milliseconds (250, 250ms) or seconds (0.25s), 10 ms to 10 s") {
                 CaptureSources.pollInterval($0)
             } ?? 0.25
+        var newProcessPoll: Double? = 0.01
+        if parsed.value("new-process-poll") != "off" {
+            newProcessPoll =
+                try parsed.parsed("new-process-poll", as: "off, or milliseconds (10, 10ms) or seconds, 1 ms to 1 s") {
+                    CaptureSources.pollInterval($0, within: 0.001...1)
+                } ?? 0.01
+        } else {
+            newProcessPoll = nil
+        }
         let recorders = try CaptureSources.recorderRules(files: parsed.all("recorders"), environment: environment)
         var control: ServeConfiguration?
         if let address = parsed.value("control") {
@@ -258,7 +273,8 @@ enum PlayCommand {
         }
         return Request(
             player: player, scheduled: scheduled, policy: policy, status: status, capture: capture,
-            captureExplicit: captureExplicit, pollInterval: pollInterval, recorders: recorders,
+            captureExplicit: captureExplicit, pollInterval: pollInterval, newProcessPoll: newProcessPoll,
+            recorders: recorders,
             videoNotice: videoNotice, control: control)
     }
 

@@ -68,6 +68,21 @@ import Testing
         if !accepted { #expect(result.stderr.contains("invalid value '\(value)' for --poll-interval")) }
     }
 
+    /// `--new-process-poll`: `off`, or 1 ms to 1 s in the units `--poll-interval` takes.
+    @Test(arguments: [
+        ("10", true), ("5ms", true), ("off", true), ("1ms", true), ("1s", true), ("0.5ms", false), ("2s", false),
+        ("never", false),
+    ])
+    func newProcessPollValues(_ value: String, _ accepted: Bool) throws {
+        let result = try guardPlay(
+            [
+                fixture("song.m4a"), "--capture-source", "process", "--new-process-poll", value, "--length", "0.2",
+                "--output", "null", "--status", "none",
+            ], environment: headlessEnvironment)
+        #expect(result.status == (accepted ? 0 : 3), "\(result.stderr)")
+        if !accepted { #expect(result.stderr.contains("invalid value '\(value)' for --new-process-poll")) }
+    }
+
     @Test func theUsersRecorderListIsReadAndCheckedLineByLine() throws {
         let config = try TemporaryDirectory()
         try FileManager.default.createDirectory(

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# CPU cost of the process scanner, side by side: the player plays media/song.m4a in real time to
+# `--output null` for SECONDS with `--capture-source none` (the reference: decoding alone), then with
+# `--capture-source process --new-process-poll off` (the 250 ms scan alone, today's setting), then with
+# `--capture-source process --new-process-poll QUICK` (the scan plus the newest-PID reading). Each run's CPU time is the sum
+# of its threads' `/proc/PID/task/TID/schedstat` run time; the scanner's cost is the difference to the
+# reference. A fourth run, `--capture-source remote-desktop`, gives the remote-desktop watcher's cost
+# (a walk of `/proc/*/comm` every interval). With `busy`, a loop starts `/bin/true` about 50 times a second during every run, as on a
+# machine that is compiling, so the quick check has new tasks to look at.
+#
+# Usage: bench/capture-cpu.sh [quiet|busy] [seconds (default 20)] [poll interval (default 250ms)] [QUICK (default 10ms)]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+load="${1:-quiet}"
+seconds="${2:-20}"
+interval="${3:-250ms}"
+quick_interval="${4:-10ms}"
+
+swift build -c release --product guard-play -Xswiftc -warnings-as-errors >/dev/null
+player=.build/release/guard-play
+
+# Nanoseconds of CPU that process PID and its threads have used so far.
+cpu_ns() {
+    local total=0 ns
+    for task in /proc/"$1"/task/*; do
+        read -r ns _ <"$task/schedstat" 2>/dev/null || continue
+        total=$((total + ns))
+    done
+    echo "$total"
+}
+
+spawner=""
+stop_spawner() { if [ -n "$spawner" ]; then kill "$spawner" 2>/dev/null || true; wait "$spawner" 2>/dev/null || true; fi; }
+trap stop_spawner EXIT
+if [ "$load" = busy ]; then
+    (while :; do /bin/true; sleep 0.02; done) &
+    spawner=$!
+fi
+
+# Prints the player's CPU milliseconds per second of playing with the given capture options.
+measure() {
+    "$player" media/song.m4a --output null --realtime --loop 0 --status none --poll-interval "$interval" "$@" &
+    local pid=$!
+    sleep 1
+    local before after
+    before=$(cpu_ns "$pid")
+    sleep "$seconds"
+    after=$(cpu_ns "$pid")
+    kill "$pid"
+    wait "$pid" 2>/dev/null || true
+    python3 -c "print('%.2f' % (($after - $before) / 1e6 / $seconds))"
+}
+
+echo "bench: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $load; ${seconds} s a run; scan every $interval, newest PID every $quick_interval"
+reference=$(measure --capture-source none)
+scan=$(measure --capture-source process --new-process-poll off)
+quick=$(measure --capture-source process --new-process-poll "$quick_interval")
+remote=$(measure --capture-source remote-desktop)
+python3 - "$reference" "$scan" "$quick" "$remote" "$quick_interval" <<'EOF'
+import sys
+reference, scan, quick, remote = (float(v) for v in sys.argv[1:5])
+label = f"process scan + newest PID {sys.argv[5]}"
+print(f"  no detector (reference)            {reference:7.2f} ms CPU per s")
+print(f"  process scan, quick check off      {scan:7.2f} ms CPU per s   scanner {scan - reference:6.2f}")
+print(f"  {label:<34} {quick:7.2f} ms CPU per s   scanner {quick - reference:6.2f}")
+print(f"  remote-desktop watcher             {remote:7.2f} ms CPU per s   watcher {remote - reference:6.2f}")
+if scan - reference > 0:
+    print(f"  scanner cost, new / today: {(quick - reference) / (scan - reference):.2f}x")
+EOF
