@@ -8,15 +8,25 @@ import Testing
     /// Far below the 2.3 GB (package, verify) and 3.6 GB (player to .mkv) today's code reached.
     static let memoryBound = 500 << 20
 
-    /// Runs guard-play as a child of its own and returns its exit status, standard error and peak RSS.
+    /// Runs guard-play under GNU time and returns its exit status, standard error and peak RSS.
+    ///
+    /// The child's own `ru_maxrss` cannot serve: Linux carries the high-water mark of the process that
+    /// forked it across `exec`, so a direct child of the test runner (hundreds of MiB while the suites
+    /// run in parallel) reports at least the runner's size. GNU time is small when it forks guard-play,
+    /// so its `%M` is guard-play's own peak.
     func measured(_ arguments: [String], in directory: TemporaryDirectory) throws -> (
         status: Int32, stderr: String, peak: Int
     ) {
         let errors = directory.path("stderr-\(UUID().uuidString)")
-        let child = try SpawnedProcess([guardPlayBinary] + arguments, errors: errors)
-        let usage = try #require(child.reapWithUsage(timeout: 120))
+        let report = directory.path("time-\(UUID().uuidString)")
+        let child = try SpawnedProcess(
+            ["/usr/bin/time", "--quiet", "-f", "%M", "-o", report, guardPlayBinary] + arguments, errors: errors)
+        let status = try #require(child.wait(timeout: 120), "guard-play \(arguments) did not end")
         let stderr = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
-        return (usage.status, stderr, usage.peakBytes)
+        let text = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
+        let kilobytes = try #require(
+            text.split(separator: "\n").last.flatMap { Int($0) }, "GNU time reported '\(text)'")
+        return (status, stderr, kilobytes * 1024)
     }
 
     /// A 16000×16000 SPS over 25 tiny frames, in an MP4.

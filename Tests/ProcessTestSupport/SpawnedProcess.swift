@@ -115,24 +115,6 @@ public final class SpawnedProcess: @unchecked Sendable {
         waitpid(pid, &raw, 0)
     }
 
-    /// Waits up to `timeout` seconds for the child to end, then kills what is left of its group and reaps
-    /// it with `wait4`; returns its exit status and its peak resident set size in bytes (`ru_maxrss`,
-    /// the child's own, unlike `RUSAGE_CHILDREN`, which mixes in every other child of the test process).
-    /// Nil when it was already reaped.
-    public func reapWithUsage(timeout: Double) -> (status: Int32, peakBytes: Int)? {
-        let status = wait(timeout: timeout)
-        lock.lock()
-        let done = reaped
-        reaped = true
-        lock.unlock()
-        guard !done else { return nil }
-        kill(-pid, SIGKILL)
-        var raw: Int32 = 0
-        var usage = rusage()
-        guard wait4(pid, &raw, 0, &usage) == pid else { return nil }
-        return (status ?? 128 + SIGKILL, Int(usage.ru_maxrss) * 1024)
-    }
-
     deinit { end(grace: 0.5) }
 }
 
