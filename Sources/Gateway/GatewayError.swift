@@ -46,8 +46,15 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
 
     public var description: String { "\(code): \(detail)" }
 
+    /// The answer to a failed store call: a full disk (SQLite's `SQLITE_FULL`, primary code 13) is the
+    /// gateway being unable to take the request for now (503), anything else a storage error (500).
     static func storage(_ error: StoreError) -> GatewayError {
-        GatewayError(.storage, code: "storage-error", detail: "The gateway's store failed: \(error.operation).")
+        if error.code & 0xFF == 13 {
+            return GatewayError(
+                .unavailable, code: "storage-full",
+                detail: "The gateway's store is full; nothing was changed. Try again once space is freed.")
+        }
+        return GatewayError(.storage, code: "storage-error", detail: "The gateway's store failed: \(error.operation).")
     }
 }
 

@@ -24,7 +24,10 @@ final class GatewayServer {
     private let stdoutPath: String
     private let stderrPath: String
 
-    var dataDirectory: String { directory.path("data") }
+    /// The `--data` the test gave, or the server's own under its directory.
+    var dataDirectory: String {
+        extraArguments.firstIndex(of: "--data").map { extraArguments[$0 + 1] } ?? directory.path("data")
+    }
     var importRoot: String { directory.path("imports") }
     var inputRoot: String { directory.path("inputs") }
     var database: String { dataDirectory + "/guardplay.db" }
