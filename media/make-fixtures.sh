@@ -62,6 +62,13 @@ done
     -map 0:v -map 1:a -map 2:a -c:v libx264 -preset fast -bf 2 -g 50 -sc_threshold 0 -crf 30 -pix_fmt yuv420p \
     -c:a aac -b:a 64k -metadata:s:a:0 language=eng -metadata:s:a:1 language=fra -shortest "$out/dual-audio.mp4"
 
-# qr-still.png: a sensitive still (QR-like block pattern with text) for the masking tests.
-"${ff[@]}" -f lavfi -i "nullsrc=size=320x320,geq=lum='255*gt(mod(floor(X/16)*7+floor(Y/16)*13+floor(X*Y/4096)\\,3)\\,0)':cb=128:cr=128,format=gray" \
-    -frames:v 1 "$out/qr-still.png"
+# qr-still.png: a sensitive still for the masking and packaging tests, a real QR code (qrencode, level M,
+# 6 px modules, version 6) padded with white to 320x320 gray: an EPC (SEPA credit transfer) payment with
+# made-up values. The tests (QRStillTests) expect zbarimg to read exactly this text.
+qr_text=$'BCD\n002\n1\nSCT\n\nGuardPlay Test Payee\nXX00GPLY00000000000015\nEUR12.50\n\n\nFixture only - not a real account'
+qr_still() {
+    printf '%s' "$qr_text" | qrencode --level=M --size=6 --margin=4 --output=- \
+        | "${ff[@]}" -f png_pipe -i - -vf "pad=320:320:(ow-iw)/2:(oh-ih)/2:color=white,format=gray" \
+            -frames:v 1 "$out/qr-still.png"
+}
+qr_still
