@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Makes GuardPlay's committed media fixtures with the ffmpeg CLI (Debian 12, FFmpeg 5.1).
-# Every source is synthetic (lavfi), so the files carry no third-party content.
+# Makes GuardPlay's committed media fixtures with the ffmpeg CLI (Debian 12, FFmpeg 5.1) and qrencode.
+# Every source is synthetic (lavfi, and qrencode for the QR code), so the files carry no third-party content.
 # Usage: media/make-fixtures.sh [output-dir]   (default: the directory of this script)
 set -euo pipefail
 out="${1:-$(cd "$(dirname "$0")" && pwd)}"
