@@ -25,6 +25,14 @@ import Testing
         return picture
     }
 
+    /// The still packaged into `directory` with the test key and `extra` options; the output's path.
+    private func packagedStill(_ directory: TemporaryDirectory, _ extra: [String] = []) throws -> String {
+        let output = directory.path("out")
+        let packaged = try package(fixture("qr-still.png"), output, extra)
+        try #require(packaged.status == 0, "\(packaged.stderr)")
+        return output
+    }
+
     /// zbarimg reads exactly one code, the payment text (it ends each code's data with a newline).
     private func expectPayment(in picture: String) throws {
         let scanned = try scan(picture)
@@ -38,9 +46,7 @@ import Testing
 
     @Test func aFrameOfTheClearPackageHoldsThePayment() throws {
         let directory = try TemporaryDirectory()
-        let output = directory.path("clear")
-        let packaged = try package(fixture("qr-still.png"), output, ["--encryption", "none"])
-        try #require(packaged.status == 0, "\(packaged.stderr)")
+        let output = try packagedStill(directory, ["--encryption", "none"])
         // The segment itself, as the keyless control below reads the encrypted one.
         let picture = try #require(try firstFrame(output + "/video_00000.ts", directory))
         try expectPayment(in: picture)
@@ -50,9 +56,7 @@ import Testing
     /// still, and the frames FFmpeg decodes after decrypting with the playlist's key read as the payment.
     @Test func aDecryptedFrameOfTheSampleAESPackageHoldsThePayment() throws {
         let directory = try TemporaryDirectory()
-        let output = directory.path("protected")
-        let packaged = try package(fixture("qr-still.png"), output)
-        try #require(packaged.status == 0, "\(packaged.stderr)")
+        let output = try packagedStill(directory)
         let verified = try guardPlay(["verify", output, "--source", fixture("qr-still.png"), "--key", testKey])
         #expect(verified.status == 0, "\(verified.stdout)")
         #expect(verified.stdout.contains("video h264  frames 250  "), "\(verified.stdout)")
@@ -66,9 +70,7 @@ import Testing
     /// still gives a picture (flat grey), so zbarimg does get something to scan.
     @Test func theEncryptedSegmentWithoutTheKeyHoldsNoCode() throws {
         let directory = try TemporaryDirectory()
-        let output = directory.path("protected")
-        let packaged = try package(fixture("qr-still.png"), output)
-        try #require(packaged.status == 0, "\(packaged.stderr)")
+        let output = try packagedStill(directory)
         let picture = try #require(try firstFrame(output + "/video_00000.ts", directory))
         let scanned = try scan(picture)
         #expect(scanned.status != 0 && scanned.stdout.isEmpty, "zbarimg read \(scanned.stdout.debugDescription)")
