@@ -7,8 +7,8 @@ import Synchronization
 /// same address as someone guessing.
 ///
 /// The table holds at most `capacity` addresses: when it is full, addresses whose buckets have
-/// refilled (they are no different from new ones) are forgotten, then, if that is not enough, the
-/// one that was refused longest ago.
+/// refilled (they are no different from new ones) are forgotten, then, if that leaves less than a
+/// tenth of the table free, those refused longest ago.
 final class RefusalLimiter: Sendable {
     struct Bucket {
         var tokens: Double
@@ -60,10 +60,15 @@ final class RefusalLimiter: Sendable {
     /// Addresses held now.
     var count: Int { buckets.withLock { $0.count } }
 
+    /// Makes room for at least a tenth of `capacity` at once, so a stream of new addresses (a
+    /// distributed flood) pays for this pass over the table once per tenth, not on every refusal.
     private func evict(_ buckets: inout [String: Bucket], now: Double) {
         buckets = buckets.filter { $0.value.tokens + (now - $0.value.updated) * rate < burst }
-        if buckets.count >= capacity, let oldest = buckets.min(by: { $0.value.updated < $1.value.updated }) {
-            buckets[oldest.key] = nil
+        let room = max(1, capacity / 10)
+        let excess = buckets.count - (capacity - room)
+        guard excess > 0 else { return }
+        for (address, _) in buckets.sorted(by: { $0.value.updated < $1.value.updated }).prefix(excess) {
+            buckets[address] = nil
         }
     }
 }
