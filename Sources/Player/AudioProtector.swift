@@ -48,24 +48,44 @@ final class AudioProtector {
             event = monitor.decision(atMedia: mediaStart)
         }
         var protecting = event.isProtecting(under: monitor.policy)
+        // A scheduled change is known ahead, so the ramp down ends on the change's first sample rather
+        // than starting there: a recording then holds no protected sample. It may start in the buffer
+        // before the change, so changes up to one ramp past this buffer are looked at too.
+        let lead = Double(gate.rampLength) / sampleRate
+        let closesSoon =
+            monitor.nextChange(afterMedia: mediaStart).map { change in
+                change < mediaStart + lead && monitor.decision(atMedia: change).isProtecting(under: monitor.policy)
+            } ?? false
         if lastMedia == nil {
             // The first buffer starts in the right state with no ramp, so playback that starts under
-            // capture leaks nothing.
-            gate = AudioGate(sampleRate: Int(sampleRate), open: !(protecting || userMuted))
+            // capture (or one ramp before it) leaks nothing.
+            gate = AudioGate(sampleRate: Int(sampleRate), open: !(protecting || closesSoon || userMuted))
         } else {
             gate.setOpen(!(protecting || userMuted))
         }
         var switches: [AudioGate.Switch] = []
         var segmentStart = 0
         var time = mediaStart
-        while let change = monitor.nextChange(afterMedia: time), change < end {
+        while let change = monitor.nextChange(afterMedia: time), change < end + lead {
+            time = change
+            let frame = Int(roundingAndClamping: (change - mediaStart) * sampleRate, to: 0...(count + gate.rampLength))
+            guard change < end else {
+                // Past this buffer: only a ramp down that must begin in it.
+                if !protecting, monitor.decision(atMedia: change).isProtecting(under: monitor.policy) {
+                    let at = max(frame - gate.rampLength, switches.last?.frame ?? 0)
+                    switches.append(AudioGate.Switch(frame: at, open: false))
+                }
+                break
+            }
             let next = drivesMonitor ? monitor.advance(toMedia: change) : monitor.decision(atMedia: change)
-            let frame = Int(roundingAndClamping: (change - mediaStart) * sampleRate, to: 0...count)
             if protecting { protectedFrames += frame - segmentStart }
             segmentStart = frame
+            let wasProtecting = protecting
             protecting = next.isProtecting(under: monitor.policy)
-            switches.append(AudioGate.Switch(frame: frame, open: !(protecting || userMuted)))
-            time = change
+            let closing = protecting && !wasProtecting
+            // Switches stay in order: a ramp down never starts before the switch that came before it.
+            let at = closing ? max(frame - gate.rampLength, switches.last?.frame ?? 0) : frame
+            switches.append(AudioGate.Switch(frame: at, open: !(protecting || userMuted)))
         }
         if protecting { protectedFrames += count - segmentStart }
         isProtecting = protecting

@@ -114,9 +114,10 @@ struct Intervals {
     func contains(_ time: Double) -> Bool { ranges.contains { time >= $0.0 && time < $0.1 } }
 }
 
-/// Checks that `output` is `reference` with the samples in `muted` silenced: zero inside (after a ramp of at
-/// most 5 ms from each interval's start), bit-identical outside (except a ramp of at most 5 ms after each
-/// interval's end). Returns a description of the first mismatch, or nil.
+/// Checks that `output` is `reference` with the samples in `muted` silenced: zero inside, from each
+/// interval's first sample (the schedule is known ahead, so the ramp of at most 5 ms down ends there),
+/// bit-identical outside (except those 5 ms before each interval's start and 5 ms after its end).
+/// Returns a description of the first mismatch, or nil.
 func checkMuting(output: DecodedAudio, reference: DecodedAudio, muted: Intervals, from offset: Double = 0)
     -> String?
 {
@@ -135,7 +136,7 @@ func checkMuting(output: DecodedAudio, reference: DecodedAudio, muted: Intervals
     for frame in 0..<min(output.frameCount, reference.frameCount - first) {
         let time = offset + Double(frame) / rate
         let inRamp = muted.ranges.contains {
-            (time >= $0.0 && time < $0.0 + ramp) || (time >= $0.1 && time < $0.1 + ramp)
+            (time >= $0.0 - ramp && time < $0.0) || (time >= $0.1 && time < $0.1 + ramp)
         }
         for channel in 0..<output.channels {
             let value = output[frame, channel]
@@ -156,11 +157,12 @@ func checkMuting(output: DecodedAudio, reference: DecodedAudio, muted: Intervals
         }
     }
     if muted.ranges.isEmpty == false && zeros == 0 { return "no muted samples at all" }
-    // Sample accuracy: the ramp down starts on the first sample of an interval, and the ramp up on the
-    // first sample after it (both checked where the original is not silent).
+    // Sample accuracy: the ramp down ends on the sample before an interval's first (which is zero,
+    // checked above), and the ramp up starts on the first sample after it (both checked where the
+    // original is not silent).
     for range in muted.ranges {
         for (edge, rising) in [(range.0, false), (range.1, true)] where edge.isFinite {
-            let frame = Int(((edge - offset) * rate).rounded())
+            let frame = Int(((edge - offset) * rate).rounded()) - (rising ? 0 : 1)
             guard frame >= 0, frame < output.frameCount, frame + first < reference.frameCount else { continue }
             for channel in 0..<output.channels {
                 let value = output[frame, channel]

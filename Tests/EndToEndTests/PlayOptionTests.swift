@@ -16,11 +16,12 @@ import Testing
         let output = try decodeAudio(out)
         #expect(output.frameCount == 2 * 48_000)
         let reference = try decodeAudio(fixture("chime-48k.flac"))
-        // 1.5 s to 2.5 s is the original, from 2.5 s on it is muted (the schedule is in media time).
-        let played = Array(output.samples[0..<(48_000 * 2)])
-        let original = Array(reference.samples[(72_000 * 2)..<(120_000 * 2)])
+        // 1.5 s to 2.5 s is the original but for the 5 ms ramp before 2.5 s, and from 2.5 s on it is
+        // muted to the first sample (the schedule is in media time and known ahead).
+        let played = Array(output.samples[0..<((48_000 - 240) * 2)])
+        let original = Array(reference.samples[(72_000 * 2)..<((120_000 - 240) * 2)])
         #expect(played == original, "first difference at \(played.indices.first { played[$0] != original[$0] } ?? -1)")
-        #expect(output.samples[((48_000 + 300) * 2)...].allSatisfy { $0 == 0 })
+        #expect(output.samples[(48_000 * 2)...].allSatisfy { $0 == 0 })
     }
 
     @Test func muteSilencesAndVolumeScales() throws {
