@@ -268,9 +268,7 @@ import Testing
         let (server, nginx, (admin, clip, _, token)) = try servingClipBehindNginx()
         defer { nginx.stop() }
         let grantsBefore = try keyGrants(server)
-        let keys = try nginx.statuses("/v1/keys/\(clip.kid)?token=\(token)", count: 100)
-        #expect(keys.prefix(41).allSatisfy { $0 == 200 }, "\(keys)")
-        #expect(keys.suffix(20).allSatisfy { $0 == 429 }, "\(keys)")
+        let keys = try nginx.limitedStatuses("/v1/keys/\(clip.kid)?token=\(token)", count: 100, burst: 40, rate: 10)
         #expect(try keyGrants(server) == grantsBefore + keys.filter { $0 == 200 }.count)
         let refused = try nginx.get("/v1/keys/\(clip.kid)?token=\(token)")
         #expect(refused.status == 429 && refused.header("Retry-After") == "1")
@@ -278,17 +276,13 @@ import Testing
         #expect(refused.text.contains(#""status":429"#))
         #expect(refused.header("Strict-Transport-Security") == "max-age=63072000")
 
-        let sessions = try nginx.statuses(
-            "/v1/sessions", count: 40,
+        _ = try nginx.limitedStatuses(
+            "/v1/sessions", count: 40, burst: 20, rate: 5, passing: 201,
             curl: [
                 "-X", "POST", "-H", "Authorization: Bearer \(admin)", "-H", "Content-Type: application/json",
                 "-d", #"{"asset":"clip"}"#,
             ])
-        #expect(sessions.prefix(21).allSatisfy { $0 == 201 }, "\(sessions)")
-        #expect(sessions.suffix(10).allSatisfy { $0 == 429 }, "\(sessions)")
-        let api = try nginx.statuses("/v1/openapi.json", count: 150)
-        #expect(api.prefix(81).allSatisfy { $0 == 200 }, "\(api)")
-        #expect(api.suffix(30).allSatisfy { $0 == 429 }, "\(api)")
+        _ = try nginx.limitedStatuses("/v1/openapi.json", count: 150, burst: 80, rate: 20)
         // Segments come from the cache and are not limited.
         #expect(try nginx.statuses("/v1/hls/clip/seg0.ts", count: 150).allSatisfy { $0 == 200 })
     }
@@ -498,6 +492,24 @@ final class NginxFront {
 
     /// The statuses of `count` requests for `target` sent back to back on one connection by one curl,
     /// with `curl`'s options (a method, fields, a body) applied to each.
+    /// `count` requests for `target` in one curl through a `limit_req` of `burst` with `rate` a second:
+    /// the first `burst + 1` pass, some are refused with 429 and nothing else, and no more pass than the
+    /// burst and what the rate gave back while the requests ran (a loaded machine sends them slower).
+    func limitedStatuses(
+        _ target: String, count: Int, burst: Int, rate: Double, passing: Int = 200, curl: [String] = []
+    ) throws -> [Int] {
+        let start = Date()
+        let codes = try statuses(target, count: count, curl: curl)
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(codes.count == count)
+        #expect(codes.prefix(burst + 1).allSatisfy { $0 == passing }, "\(target): \(codes)")
+        #expect(codes.allSatisfy { $0 == passing || $0 == 429 }, "\(target): \(codes)")
+        #expect(codes.contains(429), "\(target): none refused in \(elapsed) s: \(codes)")
+        let bound = burst + 2 + Int((rate * elapsed).rounded(.up))
+        #expect(codes.filter { $0 == passing }.count <= bound, "\(target): more than \(bound) passed in \(elapsed) s")
+        return codes
+    }
+
     func statuses(_ target: String, count: Int, curl: [String] = []) throws -> [Int] {
         let requests = (0..<count).flatMap { _ in ["-o", "/dev/null", url(target)] }
         let result = try run(
