@@ -10,7 +10,7 @@ packages=(
     # OpenSSL, libmicrohttpd, SQLite, SDL2
     libssl-dev libmicrohttpd-dev libsqlite3-dev sqlite3 libsdl2-dev
     # Test and benchmark peers: a real X display, a sound server, nginx, load generators
-    xvfb x11-utils x11-apps imagemagick scrot xdotool pulseaudio pulseaudio-utils nginx wrk hyperfine curl
+    xvfb x11-utils x11-xserver-utils x11-apps imagemagick scrot xdotool pulseaudio pulseaudio-utils nginx wrk hyperfine curl
     python3-venv
     # The benchmarks' own tools: peak RSS from GNU time, hex keys through xxd
     time xxd

@@ -162,3 +162,63 @@ struct FakeDRMSysfs {
         #expect(broken.verdict().state == .unknown)
     }
 }
+
+@Suite struct MirrorSourceTests {
+    @Test func aClonedLayoutIsReportedAsCapturingWithALease() throws {
+        let text = try xrandrFixture("clone.txt")
+        let clock = ManualClock()
+        let monitor = CaptureMonitor(wallClock: { clock.now })
+        monitor.attach(
+            MirrorSource(interval: 5) {
+                (try? DisplayLayout(xrandr: text).verdict())
+                    ?? PollVerdict(.unknown, reason: "unreadable", confidence: 0.5)
+            })
+        defer { monitor.stopAll() }
+        let decision = monitor.decision(atMedia: 0)
+        #expect(decision.state == .capturing && decision.source == "mirror" && decision.app == "HDMI-1")
+        // No renewal within the lease (the next poll is 5 s away): it lapses to unknown.
+        clock.advance(10.2)
+        #expect(monitor.decision(atMedia: 0).state == .unknown)
+    }
+
+    @Test func sysfsBackendReadsTheConnectors() throws {
+        let sysfs = try FakeDRMSysfs()
+        defer { sysfs.remove() }
+        try sysfs.connector("card0-eDP-1", status: "connected", enabled: "enabled")
+        let single = CaptureMonitor()
+        single.attach(MirrorSource(interval: 5, backend: .sysfs(root: sysfs.root.path), allowMirror: false))
+        defer { single.stopAll() }
+        #expect(single.decision(atMedia: 0).state == .clear)
+
+        try sysfs.connector("card0-HDMI-A-1", status: "connected", enabled: "enabled")
+        let two = CaptureMonitor()
+        two.attach(MirrorSource(interval: 5, backend: .sysfs(root: sysfs.root.path), allowMirror: false))
+        defer { two.stopAll() }
+        let decision = two.decision(atMedia: 0)
+        #expect(decision.state == .unknown && decision.source == "mirror")
+        let allowed = CaptureMonitor()
+        allowed.attach(MirrorSource(interval: 5, backend: .sysfs(root: sysfs.root.path), allowMirror: true))
+        defer { allowed.stopAll() }
+        #expect(allowed.decision(atMedia: 0).state == .clear)
+    }
+
+    @Test func anXDisplayNobodyServesIsUnknown() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // A socket path where nothing listens: no X server can ever answer it.
+        let display = directory.appendingPathComponent("no-x-server").path + ":0"
+        let monitor = CaptureMonitor()
+        monitor.attach(MirrorSource(interval: 5, backend: .xrandr(display: display), allowMirror: false))
+        defer { monitor.stopAll() }
+        let decision = monitor.decision(atMedia: 0)
+        #expect(decision.state == .unknown && decision.source == "mirror")
+        #expect(decision.reason.contains("xrandr"), "\(decision.reason)")
+    }
+
+    @Test func backendFollowsDisplay() {
+        #expect(MirrorSource.Backend.detect(environment: ["DISPLAY": ":3"]) == .xrandr(display: ":3"))
+        #expect(MirrorSource.Backend.detect(environment: ["DISPLAY": ""]) == .sysfs(root: "/sys/class/drm"))
+        #expect(MirrorSource.Backend.detect(environment: [:]) == .sysfs(root: "/sys/class/drm"))
+    }
+}
