@@ -70,7 +70,7 @@ public struct DisplayLayout: Sendable, Hashable {
         self.inactive = inactive
     }
 
-    /// Parses the text of `xrandr --query` (also the first line of each output in `--verbose`). Throws
+    /// Parses the text of `xrandr --query` or `--current` (also the first line of each output in `--verbose`). Throws
     /// on text that is not RandR's: no `Screen N:` line, an output line it cannot read, or no active
     /// output at all, so that garbage becomes `unknown` rather than "no mirror".
     public init(xrandr text: String) throws(DisplayLayoutError) {

@@ -2,13 +2,13 @@ public import CaptureMonitor
 import Foundation
 
 /// The mirrored-display watcher as a capture source: every `interval` seconds it asks the X server's
-/// RandR (`xrandr --query` on `DISPLAY`) which outputs show which part of the desktop, and reports
+/// RandR (`xrandr --current` on `DISPLAY`) which outputs show which part of the desktop, and reports
 /// `capturing` when two outputs show the same picture (`DisplayLayout`); with no X display it reads the
 /// DRM connectors in sysfs instead (`DRMConnectors`). Each report is leased like the process scanner's.
 public final class MirrorSource: LiveCaptureSource {
     /// Where the layout comes from.
     public enum Backend: Sendable, Hashable {
-        /// `xrandr --query` on this X display.
+        /// `xrandr --current` on this X display.
         case xrandr(display: String)
         /// The DRM connectors under this sysfs directory.
         case sysfs(root: String)
@@ -65,11 +65,13 @@ public final class MirrorSource: LiveCaptureSource {
         loop.stop()
     }
 
-    /// The most `xrandr --query` text read: a few dozen outputs take a few kilobytes.
+    /// The most `xrandr --current` text read: a few dozen outputs take a few kilobytes.
     static let maximumQueryBytes = 1 << 20
 
-    /// Runs `xrandr --query` on `display` and returns what it printed. A hung X server hangs this poll,
-    /// and the lease then lapses to `unknown`.
+    /// Runs `xrandr --current` on `display` and returns what it printed: the layout the server holds,
+    /// without `--query`'s re-probe of every connector (EDID reads, slow and known to stall some drivers,
+    /// and this runs four times a second). Its text is `--query`'s. A hung X server hangs this poll, and the
+    /// lease then lapses to `unknown`.
     static func query(display: String) throws(DisplayLayoutError) -> String {
         guard let executable = PipeWireCaptureSource.findExecutable("xrandr") else {
             throw DisplayLayoutError(line: 0, "xrandr not found on PATH (Debian: x11-xserver-utils)")
@@ -77,7 +79,7 @@ public final class MirrorSource: LiveCaptureSource {
         let process = Process()
         let output = Pipe()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--query"]
+        process.arguments = ["--current"]
         process.environment = ProcessInfo.processInfo.environment.merging(["DISPLAY": display]) { _, new in new }
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
