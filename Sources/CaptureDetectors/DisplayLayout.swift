@@ -45,7 +45,7 @@ public struct DisplayLayout: Sendable, Hashable {
         public var description: String { "\(width)x\(height)+\(x)+\(y)" }
     }
 
-    /// One output that is connected and has a CRTC driving it.
+    /// One output that a CRTC drives, whether or not a monitor is sensed on it.
     public struct Output: Sendable, Hashable {
         /// Its name (`HDMI-1`, `eDP-1`, Xvfb's `screen`).
         public var name: String
@@ -91,8 +91,12 @@ public struct DisplayLayout: Sendable, Hashable {
             let name = String(words[0])
             switch words[1] {
             case "disconnected":
-                // A disconnected output may keep a CRTC for a moment; nothing sees it.
-                continue
+                // With a geometry, a CRTC still drives it: a monitor whose hot-plug line is not sensed
+                // (a forced mode, a splitter, Xorg's dummy driver) shows the picture all the same, so it
+                // counts, failing closed. A stale CRTC after an unplug counts too until it is switched off.
+                if let geometry = words.dropFirst(2).first, let rectangle = Rectangle(geometry: geometry) {
+                    active.append(Output(name: name, rectangle: rectangle))
+                }
             case "connected":
                 var rest = words.dropFirst(2)
                 if rest.first == "primary" { rest = rest.dropFirst() }

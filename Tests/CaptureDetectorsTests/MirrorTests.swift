@@ -60,6 +60,21 @@ func xrandrFixture(_ name: String) throws -> String {
         #expect(layout.verdict().state == .clear)
     }
 
+    /// Recorded from a real Xorg with the dummy driver, which reports its second output `disconnected`
+    /// while a CRTC drives it: driven counts, sensed or not.
+    @Test func aDrivenOutputCountsEvenWhenReportedDisconnected() throws {
+        let clone = try DisplayLayout(xrandr: try xrandrFixture("dummy-clone.txt"))
+        #expect(clone.active.map(\.name) == ["DUMMY0", "DUMMY1"])
+        #expect(clone.verdict().state == .capturing)
+        #expect(clone.verdict().app == "DUMMY1")
+        let extended = try DisplayLayout(xrandr: try xrandrFixture("dummy-extended.txt"))
+        #expect(extended.active.map(\.rectangle.x) == [0, 1920])
+        #expect(extended.verdict().state == .clear)
+        let off = try DisplayLayout(xrandr: try xrandrFixture("dummy-off.txt"))
+        #expect(off.active.map(\.name) == ["DUMMY0"])
+        #expect(off.verdict().state == .clear)
+    }
+
     @Test func onMirrorAllowClearsAMirrorAndNamesIt() throws {
         let verdict = try DisplayLayout(xrandr: try xrandrFixture("clone.txt")).verdict(allowMirror: true)
         #expect(verdict.state == .clear)
