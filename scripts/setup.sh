@@ -22,6 +22,8 @@ packages=(
     pipewire pipewire-bin wireplumber dbus gstreamer1.0-pipewire gstreamer1.0-tools gstreamer1.0-plugins-base
     # A real VNC server and viewers for the remote-desktop detector's end-to-end test
     x11vnc xtightvncviewer vncsnapshot
+    # A real X server with several RandR outputs (Xorg's dummy driver) for the mirror detector's test
+    xserver-xorg-core xserver-xorg-video-dummy
 )
 
 missing=()
