@@ -102,6 +102,31 @@ import Testing
                 + "after the output went off")
     }
 
+    @Test func autoWatchesForMirrorsOnX11() throws {
+        let directory = try TemporaryDirectory()
+        let display = try Self.dummyXorg(in: directory)
+        try Self.xrandr(["--output", "DUMMY0", "--mode", "1920x1080"], on: display)
+        try Self.xrandr(["--addmode", "DUMMY1", "1920x1080"], on: display)
+        try Self.xrandr(["--output", "DUMMY1", "--mode", "1920x1080", "--same-as", "DUMMY0"], on: display)
+        for (policy, protecting) in [("protect", true), ("allow", false)] {
+            let result = try guardPlay(
+                [
+                    fixture("song.m4a"), "--video-out", "null", "--on-mirror", policy, "--length", "0.3",
+                    "--status", "json",
+                ], environment: headlessEnvironment.merging(["DISPLAY": display.name]) { $1 })
+            #expect(result.status == 0, "\(result.stderr)")
+            let start = try #require(try jsonEvents(result.stdout).first { $0["event"] as? String == "start" })
+            if protecting {
+                // Capturing wins over the X11 session's unknown: the mirror source is part of `auto`.
+                #expect(start["state"] as? String == "capturing" && start["source"] as? String == "mirror", "\(start)")
+            } else {
+                // Allowed, the mirror is clear, and the X11 session's unknown decides.
+                #expect(start["state"] as? String == "unknown" && start["source"] as? String == "session", "\(start)")
+            }
+            #expect(start["protecting"] as? Bool == true)
+        }
+    }
+
     @Test func oneXvfbScreenIsNotAMirror() throws {
         let display = try VirtualDisplay()
         let result = try guardPlay(
