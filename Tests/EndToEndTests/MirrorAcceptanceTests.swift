@@ -1,3 +1,4 @@
+import CaptureDetectors
 import Foundation
 import ProcessTestSupport
 import Testing
@@ -156,6 +157,27 @@ import Testing
         let start = try #require(try jsonEvents(result.stdout).first { $0["event"] as? String == "start" })
         #expect(start["state"] as? String == "unknown" && start["source"] as? String == "mirror", "\(start)")
         #expect(start["protecting"] as? Bool == protecting)
+    }
+
+    @Test func withoutAnXDisplayTheSysfsReadingSaysWhatItCannotTell() throws {
+        let result = try guardPlay(
+            [
+                fixture("song.m4a"), "--capture-source", "mirror", "--output", "null", "--length", "0.3", "--status",
+                "json",
+            ],
+            environment: headlessEnvironment)
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = try jsonEvents(result.stdout)
+        #expect(
+            events.contains { ($0["message"] as? String)?.contains("mirror without an X display") == true }, "\(events)"
+        )
+        let start = try #require(events.first { $0["event"] as? String == "start" })
+        #expect(start["source"] as? String == "mirror", "\(start)")
+        // One lit DRM connector would be clear; a machine with none or several (or no /sys/class/drm, as in
+        // a container) is unknown and protects.
+        let connectors = DRMConnectors()
+        #expect(
+            start["state"] as? String == (connectors.lit.count == 1 && connectors.failure == nil ? "clear" : "unknown"))
     }
 
     @Test(arguments: [
