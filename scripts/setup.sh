@@ -10,7 +10,7 @@ packages=(
     # OpenSSL, libmicrohttpd, SQLite, SDL2
     libssl-dev libmicrohttpd-dev libsqlite3-dev sqlite3 libsdl2-dev
     # Test and benchmark peers: a real X display, a sound server, nginx, load generators
-    xvfb x11-utils x11-apps imagemagick scrot xdotool pulseaudio pulseaudio-utils nginx wrk hyperfine curl
+    xvfb x11-utils x11-xserver-utils x11-apps imagemagick scrot xdotool pulseaudio pulseaudio-utils nginx wrk hyperfine curl
     python3-venv
     # The benchmarks' own tools: peak RSS from GNU time, hex keys through xxd
     time xxd
@@ -24,6 +24,8 @@ packages=(
     x11vnc xtightvncviewer vncsnapshot
     # The QR fixture: qrencode makes media/qr-still.png, zbarimg reads it back in QRStillTests
     qrencode zbar-tools
+    # A real X server with several RandR outputs (Xorg's dummy driver) for the mirror detector's test
+    xserver-xorg-core xserver-xorg-video-dummy
 )
 
 missing=()

@@ -4,12 +4,13 @@ import Foundation
 import Player
 
 /// What `--capture-source` asks for: a comma-separated list of `auto`, `simulate`, `process`,
-/// `pipewire`, `session`, `remote-desktop`, `remote` and `none`.
+/// `pipewire`, `session`, `remote-desktop`, `mirror`, `remote` and `none`.
 struct CaptureSelection: Equatable {
     /// One word of the list.
     enum Word: String, CaseIterable {
         case auto, simulate, process, pipewire, session, remote, none
         case remoteDesktop = "remote-desktop"
+        case mirror
     }
 
     /// The words given.
@@ -43,12 +44,14 @@ struct CaptureSelection: Equatable {
     }
 
     /// The detectors to run: `auto` is the process scanner, the remote-desktop watcher, the PipeWire
-    /// watcher when PipeWire runs, and the session type.
-    func resolved(pipeWireAvailable: Bool) -> Set<Word> {
+    /// watcher when PipeWire runs, the mirrored-display watcher on an X display (where RandR can tell a
+    /// mirror from an extended desktop; sysfs alone cannot), and the session type.
+    func resolved(pipeWireAvailable: Bool, xDisplay: Bool = false) -> Set<Word> {
         var result = words.subtracting([.auto, .none, .simulate])
         if words.contains(.auto) {
             result.formUnion([.process, .remoteDesktop, .session])
             if pipeWireAvailable { result.insert(.pipewire) }
+            if xDisplay { result.insert(.mirror) }
         }
         return result
     }
@@ -63,16 +66,22 @@ final class CaptureSources {
     let newProcessPoll: Double?
     /// The recorder list the process scanner uses.
     let rules: RecorderRules
+    /// `--on-mirror allow`: a mirrored display does not protect.
+    let allowMirror: Bool
     private let monitor: CaptureMonitor
     private var watcher: ScreenshotFolderWatcher?
     /// The remote source the gateway's `--control` endpoint reports through, when `remote` is selected.
     private(set) var remote: RemoteCaptureSource?
 
-    init(monitor: CaptureMonitor, interval: Double, newProcessPoll: Double? = 0.01, rules: RecorderRules) {
+    init(
+        monitor: CaptureMonitor, interval: Double, newProcessPoll: Double? = 0.01, rules: RecorderRules,
+        allowMirror: Bool = false
+    ) {
         self.monitor = monitor
         self.interval = interval
         self.newProcessPoll = newProcessPoll
         self.rules = rules
+        self.allowMirror = allowMirror
     }
 
     /// Attaches the detectors in `detectors` and returns the notices the user should read;
@@ -96,6 +105,15 @@ final class CaptureSources {
                 notices.append(
                     "remote-desktop: \(server.app) (pid \(server.pid)) is running with no viewer connected; "
                         + "output is protected as soon as a viewer connects")
+            }
+        }
+        if detectors.contains(.mirror) {
+            let backend = MirrorSource.Backend.detect(environment: environment)
+            monitor.attach(MirrorSource(interval: interval, backend: backend, allowMirror: allowMirror))
+            if case .sysfs = backend, explicit, !allowMirror {
+                notices.append(
+                    "--capture-source mirror without an X display: the DRM connectors in sysfs cannot tell a "
+                        + "mirror from an extended desktop, so two or more lit outputs are unknown and protect")
             }
         }
         if detectors.contains(.pipewire) {

@@ -37,9 +37,11 @@ enum PlayCommand {
                                        the region (default the whole picture) at the display's refresh
                                        rate: one screenshot holds about half of it (needs a window)
           --capture-source LIST        what watches for capture, comma-separated: auto (process scan,
-                                       remote-desktop servers, PipeWire when it runs, session type),
-                                       process, remote-desktop, pipewire, session, remote, simulate or
-                                       none (default auto; simulate with --simulate-*, none with --output)
+                                       remote-desktop servers, PipeWire when it runs, mirrored displays
+                                       on X11, session type), process, remote-desktop, pipewire, mirror,
+                                       session, remote, simulate or none (default auto; simulate with
+                                       --simulate-*, none with --output)
+          --on-mirror protect|allow    what a mirrored (cloned) display does (default protect)
           --poll-interval T            process scan and PipeWire renewal period: 250, 250ms, 0.25s
                                        (default 250 ms)
           --new-process-poll T|off     how often the process scanner reads the newest PID to look at
@@ -65,6 +67,7 @@ enum PlayCommand {
         .init("status"), .init("threads"), .init("video-out"), .init("capture-source"), .init("poll-interval"),
         .init("new-process-poll"), .init("recorders", repeatable: true), .init("control"), .init("data"),
         .init("max-pixels"), .init("control-public", .flag), .init("flicker", .optionalValue),
+        .init("on-mirror"),
     ]
 
     /// What the command line asked for, checked.
@@ -79,6 +82,8 @@ enum PlayCommand {
         /// Seconds between readings of the newest PID, or nil for none (`--new-process-poll off`).
         var newProcessPoll: Double?
         var recorders: RecorderRules
+        /// `--on-mirror allow`: a mirrored display does not protect.
+        var allowMirror: Bool
         /// A notice about where video goes (no display), shown when the file has video.
         var videoNotice: String?
         /// Where to serve the REST control API (`--control`), with the data directory its tokens live in.
@@ -100,8 +105,10 @@ enum PlayCommand {
         // sample and frame already follow what they see.
         let sources = CaptureSources(
             monitor: monitor, interval: request.pollInterval, newProcessPoll: request.newProcessPoll,
-            rules: request.recorders)
-        var detectors = request.capture.resolved(pipeWireAvailable: PipeWireCaptureSource.isAvailable)
+            rules: request.recorders, allowMirror: request.allowMirror)
+        let display = ProcessInfo.processInfo.environment["DISPLAY"] ?? ""
+        var detectors = request.capture.resolved(
+            pipeWireAvailable: PipeWireCaptureSource.isAvailable, xDisplay: !display.isEmpty)
         // The control API's capture reports come through the remote source.
         if request.control != nil { detectors.insert(.remote) }
         let notices = sources.attach(
@@ -247,6 +254,10 @@ enum PlayCommand {
         } else {
             newProcessPoll = nil
         }
+        let onMirror = try parsed.parsed("on-mirror", as: "protect or allow") { UnknownPolicy(rawValue: $0) }
+        if onMirror != nil, !capture.words.contains(.auto), !capture.words.contains(.mirror) {
+            throw CLIError(.usage, "--on-mirror is only used with --capture-source auto or mirror")
+        }
         let recorders = try CaptureSources.recorderRules(files: parsed.all("recorders"), environment: environment)
         var control: ServeConfiguration?
         if let address = parsed.value("control") {
@@ -274,7 +285,7 @@ enum PlayCommand {
         return Request(
             player: player, scheduled: scheduled, policy: policy, status: status, capture: capture,
             captureExplicit: captureExplicit, pollInterval: pollInterval, newProcessPoll: newProcessPoll,
-            recorders: recorders,
+            recorders: recorders, allowMirror: onMirror == .allow,
             videoNotice: videoNotice, control: control)
     }
 

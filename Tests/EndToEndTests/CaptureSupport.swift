@@ -24,13 +24,14 @@ final class VirtualDisplay {
     let width: Int
     let height: Int
 
-    init(width: Int = 800, height: Int = 480) throws {
+    /// Starts Xvfb, or the X server `server` (its command line, to which `-displayfd 3` is added).
+    init(width: Int = 800, height: Int = 480, server: [String]? = nil) throws {
         var pipe: [Int32] = [0, 0]
         guard Glibc.pipe(&pipe) == 0 else { throw SpawnError("pipe: \(String(cString: strerror(errno)))") }
         defer { close(pipe[0]) }
         do {
             process = try SpawnedProcess(
-                [
+                server.map { $0 + ["-displayfd", "3"] } ?? [
                     "/usr/bin/Xvfb", "-displayfd", "3", "-screen", "0", "\(width)x\(height)x24", "-nolisten", "tcp",
                     "-br", "-noreset",
                 ], descriptors: [3: pipe[1]])
@@ -51,7 +52,7 @@ final class VirtualDisplay {
         }
         guard let number = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             process.end()
-            throw SpawnError("Xvfb did not report a display number within 20 s")
+            throw SpawnError("\(server?.first ?? "Xvfb") did not report a display number within 20 s")
         }
         name = ":\(number)"
         self.width = width
