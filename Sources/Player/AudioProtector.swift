@@ -52,13 +52,13 @@ final class AudioProtector {
         // than starting there: a recording then holds no protected sample. It may start in the buffer
         // before the change, so changes up to one ramp past this buffer are looked at too.
         let lead = Double(gate.rampLength) / sampleRate
-        let closesSoon =
-            monitor.nextChange(afterMedia: mediaStart).map { change in
-                change < mediaStart + lead && monitor.decision(atMedia: change).isProtecting(under: monitor.policy)
-            } ?? false
         if lastMedia == nil {
             // The first buffer starts in the right state with no ramp, so playback that starts under
             // capture (or one ramp before it) leaks nothing.
+            let closesSoon =
+                monitor.nextChange(afterMedia: mediaStart).map { change in
+                    change < mediaStart + lead && monitor.decision(atMedia: change).isProtecting(under: monitor.policy)
+                } ?? false
             gate = AudioGate(sampleRate: Int(sampleRate), open: !(protecting || closesSoon || userMuted))
         } else {
             gate.setOpen(!(protecting || userMuted))
