@@ -110,10 +110,13 @@ import Testing
         try Self.xrandr(["--addmode", "DUMMY1", "1920x1080"], on: display)
         try Self.xrandr(["--output", "DUMMY1", "--mode", "1920x1080", "--same-as", "DUMMY0"], on: display)
         for (policy, protecting) in [("protect", true), ("allow", false)] {
-            let result = try guardPlay(
+            // In a PID namespace of its own, so `auto`'s process scan and remote-desktop source see no
+            // recorder or VNC server that another test runs at the same time.
+            let result = try run(
+                "/usr/bin/unshare",
                 [
-                    fixture("song.m4a"), "--video-out", "null", "--on-mirror", policy, "--length", "0.3",
-                    "--status", "json",
+                    "--pid", "--fork", "--mount-proc", guardPlayBinary, fixture("song.m4a"), "--video-out", "null",
+                    "--on-mirror", policy, "--length", "0.3", "--status", "json",
                 ], environment: headlessEnvironment.merging(["DISPLAY": display.name]) { $1 })
             #expect(result.status == 0, "\(result.stderr)")
             let start = try #require(try jsonEvents(result.stdout).first { $0["event"] as? String == "start" })

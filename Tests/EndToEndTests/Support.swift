@@ -57,8 +57,9 @@ func run(
         Issue.record("\(executable) \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
     }
     process.waitUntilExit()
-    try out.close()
-    try err.close()
+    // Foundation may already have closed these after handing them to the child (EBADF here once).
+    try? out.close()
+    try? err.close()
     return ProcessResult(
         status: process.terminationStatus,
         stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
