@@ -42,10 +42,13 @@ import Testing
         // simulated recording on, and once that shows, `q` quits.
         let directory = try TemporaryDirectory()
         let log = directory.path("typescript")
-        let command = "\(guardPlayBinary) \(fixture("song.m4a")) --status json"
+        // Only the simulated source: a detector would see recorders that other tests run meanwhile.
+        // Each wait gives up after 30 s, so a player that never shows the line fails instead of hanging.
+        let command = "\(guardPlayBinary) \(fixture("song.m4a")) --status json --capture-source simulate"
         let keys = """
-            until grep -q '"event":"start"' '\(log)' 2>/dev/null; do sleep 0.05; done; printf r; \
-            until grep -q '"source":"simulated-key"' '\(log)'; do sleep 0.05; done; printf q
+            i=0; until grep -q '"event":"start"' '\(log)' 2>/dev/null || [ $i -gt 600 ]; do sleep 0.05; i=$((i+1)); done; \
+            printf r; i=0; \
+            until grep -q '"source":"simulated-key"' '\(log)' || [ $i -gt 600 ]; do sleep 0.05; i=$((i+1)); done; printf q
             """
         let result = try run(
             "/bin/sh", ["-c", "(\(keys)) | script -qfec '\(command)' '\(log)'"],
