@@ -216,6 +216,9 @@ extension HTTPServer {
         case .stream(let stream):
             stream.attach(connection)
             register(stream)
+            // A stream that starts once `stop` has ended the others ends at once: MHD_stop_daemon must
+            // not meet its suspended connection. Registered first, so `stop` finds it otherwise.
+            if isStopping { stream.finish() }
             // Retained for the response's content reader; `streamReleased` balances it when
             // libmicrohttpd destroys the response.
             let context = Unmanaged.passRetained(StreamBinding(server: self, stream: stream)).toOpaque()

@@ -24,14 +24,13 @@ public final class HTTPServer: Sendable {
     /// The daemon pointer.
     ///
     /// `@unchecked Sendable`: the daemon is only passed to libmicrohttpd calls that are safe from any
-    /// thread (MHD_get_daemon_info, MHD_quiesce_daemon) and to MHD_stop_daemon, which `stop` calls once.
+    /// thread (MHD_get_daemon_info) and to MHD_stop_daemon, which `stop` calls once.
     struct DaemonHandle: @unchecked Sendable {
         let pointer: OpaquePointer
     }
 
     struct State {
         var daemon: DaemonHandle?
-        var listenSocket: Int32 = -1
         var port: UInt16 = 0
         var stopped = false
     }
@@ -115,15 +114,17 @@ public final class HTTPServer: Sendable {
         watchdog.start(server: self)
     }
 
-    /// Stops accepting connections, ends every event stream, waits up to `grace` seconds for requests
-    /// in flight to finish (answering them with `Connection: close`), then stops the daemon. Safe to
+    /// Ends every event stream, waits up to `grace` seconds for requests in flight to finish (answering
+    /// them, and any that arrive meanwhile, with `Connection: close`), then stops the daemon. Safe to
     /// call more than once.
+    ///
+    /// The listening socket stays open until MHD_stop_daemon: libmicrohttpd 0.9.75's
+    /// MHD_quiesce_daemon races its own epoll threads for the listening socket and aborts the
+    /// process ("Failed to remove listen FD from epoll set") when a thread wins.
     public func stop(grace: Double = 5) {
         let handle: DaemonHandle? = state.withLock { state in
             guard !state.stopped, let daemon = state.daemon else { return nil }
             state.stopped = true
-            // MHD_quiesce_daemon: the daemon stops accepting and hands the listening socket back.
-            state.listenSocket = MHD_quiesce_daemon(daemon.pointer)
             return daemon
         }
         guard let daemon = handle?.pointer else { return }
@@ -140,11 +141,7 @@ public final class HTTPServer: Sendable {
         while !streams.withLock({ $0.isEmpty }) && monotonicSeconds() < deadline + 1 { usleep(10_000) }
         watchdog.stop()
         MHD_stop_daemon(daemon)
-        let listenSocket = state.withLock { state in
-            state.daemon = nil
-            return state.listenSocket
-        }
-        if listenSocket >= 0 { Glibc.close(listenSocket) }
+        state.withLock { $0.daemon = nil }
         // Balances the retain taken in `start`.
         Unmanaged.passUnretained(self).release()
     }

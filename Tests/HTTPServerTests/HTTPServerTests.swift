@@ -345,3 +345,30 @@ final class EchoServer: Sendable {
         #expect(eventually { echo.closedStreams == 1 })
     }
 }
+
+/// Stopping while clients keep connecting: libmicrohttpd 0.9.75's MHD_quiesce_daemon, which the
+/// server once called first, races its epoll threads for the listening socket and aborts the whole
+/// process when a thread wins, as a CI run of the gateway under strace saw.
+@Suite struct StopUnderTrafficTests {
+    @Test func stopsWhileClientsKeepConnectingAndEndsStreamsOpenedDuringTheStop() throws {
+        for _ in 0..<60 {
+            let echo = try EchoServer()
+            let port = echo.port
+            let running = Mutex(true)
+            let answered = Mutex(0)
+            let hammer = Thread {
+                while running.withLock({ $0 }) {
+                    guard let client = try? RawClient(port: port) else { continue }
+                    client.send("GET /ping HTTP/1.1\r\nHost: t\r\n\r\nGET /events HTTP/1.1\r\nHost: t\r\n\r\n")
+                    if client.readResponse(timeout: 2).status == 200 { answered.withLock { $0 += 1 } }
+                }
+            }
+            hammer.start()
+            #expect(eventually(timeout: 10) { answered.withLock { $0 } > 0 })
+            echo.server.stop(grace: 0.3)
+            running.withLock { $0 = false }
+            // Every stream, including any opened while the server stopped, was ended by the stop.
+            #expect(echo.streams.allSatisfy { !$0.isOpen })
+        }
+    }
+}
