@@ -1,5 +1,6 @@
 import Foundation
 import MediaCore
+import MediaFormats
 
 /// The checks an input gets before and while FFmpeg opens it, each turning a failure into a specific
 /// `PackagingError` that says what is wrong with the file.

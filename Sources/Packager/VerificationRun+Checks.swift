@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import MediaFormats
 
 extension VerificationRun {
     /// Checks one media playlist's segments and merges what was found into the report.

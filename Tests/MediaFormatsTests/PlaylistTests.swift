@@ -1,6 +1,6 @@
 import Testing
 
-@testable import Packager
+@testable import MediaFormats
 
 @Suite struct PlaylistTests {
     private let key = KeyLine(
@@ -156,14 +156,5 @@ import Testing
         #expect(parsed.variants.first?.attributes["FRAME-RATE"] == "29.970")
         #expect(parsed.variants.first?.attributes["CODECS"] == "avc1.64001e,mp4a.40.2")
         #expect(parsed.iFrameVariants.first?["URI"] == "iframes.m3u8")
-    }
-}
-
-@Suite struct LanguageTests {
-    @Test func mapsISO6392ToRFC5646() {
-        #expect(Languages.tag("eng") == "en" && Languages.tag("fre") == "fr" && Languages.tag("fra") == "fr")
-        #expect(Languages.tag("und") == nil && Languages.tag(nil) == nil && Languages.tag("x\"y") == nil)
-        #expect(Languages.tag("tlh") == "tlh")
-        #expect(Languages.name("deu") == "German")
     }
 }

@@ -14,5 +14,6 @@ public struct FormatError: Error, Sendable, Equatable, CustomStringConvertible {
         self.reason = reason
     }
 
+    /// The structure and the reason, as one line.
     public var description: String { "\(structure): \(reason)" }
 }
