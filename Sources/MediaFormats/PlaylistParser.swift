@@ -1,44 +1,3 @@
-/// Parses HLS attribute lists (`KEY=VALUE,KEY="quoted, value"`), RFC 8216 §4.2.
-public enum AttributeList: Sendable {
-    /// The attributes by name, quoted values without their quotes; throws on malformed text.
-    public static func parse(_ text: String, structure: String) throws(FormatError) -> [String: String] {
-        var result: [String: String] = [:]
-        var rest = Substring(text)
-        while !rest.isEmpty {
-            guard let equals = rest.firstIndex(of: "=") else {
-                throw FormatError(structure, "attribute '\(rest)' has no value")
-            }
-            let name = String(rest[..<equals])
-            guard !name.isEmpty, name.allSatisfy({ $0.isUppercase || $0.isNumber || $0 == "-" }) else {
-                throw FormatError(structure, "'\(name)' is not an attribute name")
-            }
-            rest = rest[rest.index(after: equals)...]
-            let value: String
-            if rest.first == "\"" {
-                let body = rest.dropFirst()
-                guard let close = body.firstIndex(of: "\"") else {
-                    throw FormatError(structure, "quoted value of \(name) is not closed")
-                }
-                value = String(body[..<close])
-                rest = body[body.index(after: close)...]
-            } else {
-                let end = rest.firstIndex(of: ",") ?? rest.endIndex
-                value = String(rest[..<end])
-                rest = rest[end...]
-            }
-            guard result[name] == nil else { throw FormatError(structure, "attribute \(name) appears twice") }
-            result[name] = value
-            if rest.first == "," {
-                rest = rest.dropFirst()
-                if rest.isEmpty { throw FormatError(structure, "attribute list ends with a comma") }
-            } else if !rest.isEmpty {
-                throw FormatError(structure, "unexpected '\(rest.prefix(16))' after \(name)")
-            }
-        }
-        return result
-    }
-}
-
 /// A media playlist read back by the verifier.
 public struct ParsedMediaPlaylist: Sendable {
     /// A segment entry.
@@ -50,7 +9,7 @@ public struct ParsedMediaPlaylist: Sendable {
         /// The EXT-X-BYTERANGE, its offset resolved.
         public var byteRange: (length: Int, offset: Int)?
         /// The EXT-X-KEY attributes in force, or nil when none was given.
-        public var key: [String: String]?
+        public var key: AttributeList?
         /// The URI's line number, from 1.
         public var line: Int
     }
@@ -74,7 +33,7 @@ public struct ParsedMediaPlaylist: Sendable {
     /// The segments in order.
     public var segments: [Segment] = []
     /// Every EXT-X-KEY line's attributes, in order.
-    public var keyLines: [[String: String]] = []
+    public var keyLines: [AttributeList] = []
     /// Tags the packager never writes, with their line numbers.
     public var unknownTags: [String] = []
 
@@ -92,7 +51,7 @@ public struct ParsedMediaPlaylist: Sendable {
         guard lines.first == "#EXTM3U" else { throw FormatError(name, "does not start with #EXTM3U") }
         var duration: Double? = nil
         var range: (length: Int, offset: Int)? = nil
-        var key: [String: String]? = nil
+        var key: AttributeList? = nil
         var nextOffset: [String: Int] = [:]
         for (index, raw) in lines.enumerated().dropFirst() {
             let number = index + 1
@@ -144,7 +103,7 @@ public struct ParsedMediaPlaylist: Sendable {
             case "#EXT-X-I-FRAMES-ONLY": iFramesOnly = true
             case "#EXT-X-ENDLIST": endList = true
             case "#EXT-X-KEY":
-                let attributes = try AttributeList.parse(value, structure: place)
+                let attributes = try AttributeList(strict: value, structure: place)
                 keyLines.append(attributes)
                 key = attributes["METHOD"] == "NONE" ? nil : attributes
             case "#EXTINF":
@@ -202,7 +161,7 @@ public struct ParsedMasterPlaylist: Sendable {
     /// An `EXT-X-STREAM-INF` with the URI on the next line.
     public struct Variant: Sendable {
         /// The EXT-X-STREAM-INF attributes.
-        public var attributes: [String: String]
+        public var attributes: AttributeList
         /// The URI line.
         public var uri: String
     }
@@ -210,9 +169,9 @@ public struct ParsedMasterPlaylist: Sendable {
     /// The variants in order.
     public var variants: [Variant] = []
     /// `EXT-X-MEDIA` attribute lists.
-    public var media: [[String: String]] = []
+    public var media: [AttributeList] = []
     /// `EXT-X-I-FRAME-STREAM-INF` attribute lists.
-    public var iFrameVariants: [[String: String]] = []
+    public var iFrameVariants: [AttributeList] = []
     /// EXT-X-VERSION, if given.
     public var version: Int?
     /// True when EXT-X-INDEPENDENT-SEGMENTS is present.
@@ -224,7 +183,7 @@ public struct ParsedMasterPlaylist: Sendable {
             String($0.hasSuffix("\r") ? $0.dropLast() : $0)
         }
         guard lines.first == "#EXTM3U" else { throw FormatError(name, "does not start with #EXTM3U") }
-        var pending: [String: String]? = nil
+        var pending: AttributeList? = nil
         for (index, line) in lines.enumerated().dropFirst() {
             let place = "\(name) line \(index + 1)"
             if line.isEmpty { continue }
@@ -238,9 +197,9 @@ public struct ParsedMasterPlaylist: Sendable {
             let tag = colon.map { String(line[..<$0]) } ?? line
             let value = colon.map { String(line[line.index(after: $0)...]) } ?? ""
             switch tag {
-            case "#EXT-X-STREAM-INF": pending = try AttributeList.parse(value, structure: place)
-            case "#EXT-X-MEDIA": media.append(try AttributeList.parse(value, structure: place))
-            case "#EXT-X-I-FRAME-STREAM-INF": iFrameVariants.append(try AttributeList.parse(value, structure: place))
+            case "#EXT-X-STREAM-INF": pending = try AttributeList(strict: value, structure: place)
+            case "#EXT-X-MEDIA": media.append(try AttributeList(strict: value, structure: place))
+            case "#EXT-X-I-FRAME-STREAM-INF": iFrameVariants.append(try AttributeList(strict: value, structure: place))
             case "#EXT-X-VERSION": version = Int(value)
             case "#EXT-X-INDEPENDENT-SEGMENTS": independentSegments = true
             case "#EXTINF", "#EXT-X-TARGETDURATION":

@@ -124,16 +124,6 @@ import Testing
         #expect(roundedDuration(1e300) == Int.max)
     }
 
-    @Test func parsesAttributeListsWithQuotedCommas() throws {
-        let attributes = try AttributeList.parse(
-            "BANDWIDTH=5,CODECS=\"avc1.64001e,mp4a.40.2\",RESOLUTION=640x360", structure: "t")
-        #expect(attributes == ["BANDWIDTH": "5", "CODECS": "avc1.64001e,mp4a.40.2", "RESOLUTION": "640x360"])
-        #expect(throws: FormatError.self) { try AttributeList.parse("A=1,A=2", structure: "t") }
-        #expect(throws: FormatError.self) { try AttributeList.parse("lower=1", structure: "t") }
-        #expect(throws: FormatError.self) { try AttributeList.parse("A=\"x\"junk", structure: "t") }
-        #expect(throws: FormatError.self) { try AttributeList.parse("A=1,", structure: "t") }
-    }
-
     @Test func writesAndReadsBackAMasterPlaylist() throws {
         var master = MasterPlaylist()
         master.audioRenditions = [
