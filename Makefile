@@ -48,9 +48,10 @@ openapi:
 	scripts/embed-openapi.sh
 
 # The CI packaging pipeline: every fixture in media/ packaged as SAMPLE-AES HLS and verified against
-# its source (scripts/package-catalogue.sh; docs/CI.md shows media teams how to run it on theirs).
+# its source by `guard-play catalogue` (docs/CI.md shows media teams how to run it on theirs).
 catalogue: build
-	GUARD_PLAY=$(BIN) scripts/package-catalogue.sh media out/catalogue
+	$(BIN) catalogue media --out out/catalogue --force --report out/catalogue-report.json \
+		--junit out/catalogue-junit.xml
 
 # The packager benchmark beside FFmpeg (bench/package.sh; results in docs/PERFORMANCE.md).
 bench-package: setup

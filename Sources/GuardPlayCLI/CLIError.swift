@@ -34,6 +34,8 @@ enum ExitCode: Int32, Sendable {
     case verifyMismatch = 30
     /// `verify` found the output breaks the HLS, TS or SAMPLE-AES rules, or could not read it.
     case verifyInvalid = 31
+    /// `catalogue`: some file was not packaged or did not verify.
+    case catalogueFailed = 40
     /// The command was interrupted by a signal.
     case interrupted = 130
 }

@@ -8,6 +8,7 @@ enum GuardPlay {
         usage: guard-play FILE [options]            play with capture protection (see --help)
                guard-play package INPUT --out DIR   package as SAMPLE-AES HLS
                guard-play verify DIR                check a packaged output
+               guard-play catalogue DIR --out OUT   package and verify every media file under DIR
                guard-play serve [options]           run the gateway
                guard-play tokens create --scope S   create an API token
                guard-play help | --version
@@ -29,6 +30,8 @@ enum GuardPlay {
                 return try PackageCommand.run(Array(arguments.dropFirst())).rawValue
             case "verify":
                 return try VerifyCommand.run(Array(arguments.dropFirst())).rawValue
+            case "catalogue":
+                return try CatalogueCommand.run(Array(arguments.dropFirst())).rawValue
             case "serve":
                 return try ServeCommand.run(Array(arguments.dropFirst())).rawValue
             case "tokens":
@@ -49,7 +52,7 @@ enum GuardPlay {
     }
 
     /// The subcommands, for suggestions.
-    static let commands = ["package", "verify", "serve", "tokens", "help", "version"]
+    static let commands = ["package", "verify", "catalogue", "serve", "tokens", "help", "version"]
 
     /// The command `word` was likely meant to be, when it names no file and is a typo of one
     /// (`pakage`); nil otherwise, so a missing media file still gets its own message.
@@ -62,6 +65,7 @@ enum GuardPlay {
         switch topic {
         case "package": PackageCommand.help
         case "verify": VerifyCommand.help
+        case "catalogue": CatalogueCommand.help
         case "serve": ServeCommand.help
         case "tokens": TokensCommand.help
         case "play": PlayCommand.help

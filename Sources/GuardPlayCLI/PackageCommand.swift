@@ -59,22 +59,9 @@ enum PackageCommand {
                 parsed.positionals.isEmpty ? "package needs an INPUT file\n\(help)" : "package takes one INPUT file")
         }
         guard let out = parsed.value("out"), !out.isEmpty else { throw CLIError(.usage, "package needs --out DIR") }
-        var options = PackagingOptions(input: parsed.positionals[0], output: out)
-        options.key = try parsed.parsed("key", as: "32 hex digits", hex16)
-        options.iv = try parsed.parsed("iv", as: "32 hex digits", hex16)
-        options.keyID = try parsed.parsed("key-id", as: "32 hex digits", hex16)
-        options.keyFile = parsed.value("key-file") ?? PackagingOptions.defaultKeyFile(for: out)
-        options.keyURITemplate = parsed.value("key-uri")
-        options.keyFormat = try parsed.parsed("key-format", as: "identity or fairplay", KeyFormat.init) ?? .identity
-        options.encryption =
-            try parsed.parsed("encryption", as: "sample-aes, aes-128 or none", EncryptionMode.init) ?? .sampleAES
-        options.audioFormat =
-            try parsed.parsed("audio-format", as: "ts or packed", AudioSegmentFormat.init) ?? .transportStream
-        options.segmentDuration = try parsed.parsed("segment-duration", as: "seconds from 1 to 60", seconds) ?? 6
-        options.stillDuration = try parsed.parsed("still-duration", as: "seconds from 1 to 3600", seconds) ?? 10
-        options.force = parsed.has("force")
-        options.maxPixels = try maxPixels(parsed)
-        if options.encryption == .none { options.keyFile = nil }
+        let options = try packagingOptions(
+            parsed, input: parsed.positionals[0], output: out,
+            keyFile: parsed.value("key-file") ?? PackagingOptions.defaultKeyFile(for: out))
         let quiet = parsed.has("quiet")
         let json = parsed.has("json")
 
@@ -102,6 +89,30 @@ enum PackageCommand {
         if showProgress { FileHandle.standardError.write(Data("\r                 \r".utf8)) }
         print(json ? jsonSummary(result) : textSummary(result, input: options.input, output: out))
         return .success
+    }
+
+    /// The packaging options `parsed` asks for, checked: the part of `package`'s command line that
+    /// `catalogue` shares, for one `input` written to `output` with its key in `keyFile`.
+    static func packagingOptions(_ parsed: Arguments, input: String, output: String, keyFile: String?)
+        throws(CLIError) -> PackagingOptions
+    {
+        var options = PackagingOptions(input: input, output: output)
+        options.key = try parsed.parsed("key", as: "32 hex digits", hex16)
+        options.iv = try parsed.parsed("iv", as: "32 hex digits", hex16)
+        options.keyID = try parsed.parsed("key-id", as: "32 hex digits", hex16)
+        options.keyFile = keyFile
+        options.keyURITemplate = parsed.value("key-uri")
+        options.keyFormat = try parsed.parsed("key-format", as: "identity or fairplay", KeyFormat.init) ?? .identity
+        options.encryption =
+            try parsed.parsed("encryption", as: "sample-aes, aes-128 or none", EncryptionMode.init) ?? .sampleAES
+        options.audioFormat =
+            try parsed.parsed("audio-format", as: "ts or packed", AudioSegmentFormat.init) ?? .transportStream
+        options.segmentDuration = try parsed.parsed("segment-duration", as: "seconds from 1 to 60", seconds) ?? 6
+        options.stillDuration = try parsed.parsed("still-duration", as: "seconds from 1 to 3600", seconds) ?? 10
+        options.force = parsed.has("force")
+        options.maxPixels = try maxPixels(parsed)
+        if options.encryption == .none { options.keyFile = nil }
+        return options
     }
 
     /// The exit code for each kind of packaging failure.

@@ -55,16 +55,35 @@ enum VerifyCommand {
                 directory: parsed.positionals[0], key: key, source: parsed.value("source"), maxPixels: maxPixels
             ).run()
         } catch {
-            switch error.kind {
-            case .outputMissing: throw CLIError(.inputMissing, error.message)
-            case .keyMissing: throw CLIError(.usage, error.message)
-            case .source: throw CLIError(PackageCommand.exitCode(for: error.sourceKind ?? .inputCorrupt), error.message)
-            }
+            throw CLIError(exitCode(for: error), error.message)
         }
         print(parsed.has("json") ? json(report) : text(report, directory: parsed.positionals[0]))
+        return exitCode(for: report)
+    }
+
+    /// The exit code for a verifier that could not run.
+    static func exitCode(for error: VerificationError) -> ExitCode {
+        switch error.kind {
+        case .outputMissing: .inputMissing
+        case .keyMissing: .usage
+        case .source: PackageCommand.exitCode(for: error.sourceKind ?? .inputCorrupt)
+        }
+    }
+
+    /// The exit code for a report: a mismatch first, then a broken rule.
+    static func exitCode(for report: VerificationReport) -> ExitCode {
         if report.mismatchCount > 0 { return .verifyMismatch }
         if !report.problems.isEmpty { return .verifyInvalid }
         return .success
+    }
+
+    /// The report's last line: what passed, or how much failed.
+    static func verdict(_ report: VerificationReport) -> String {
+        guard report.passed else {
+            return "FAILED: \(report.problems.count) problems, \(report.mismatchCount) mismatches"
+        }
+        let compared = report.streams.contains { $0.framesEqual != nil }
+        return compared ? "OK: every access unit equals the source" : "OK: the output keeps the rules and decrypts"
     }
 
     private static func text(_ report: VerificationReport, directory: String) -> String {
@@ -94,13 +113,7 @@ enum VerifyCommand {
         if report.mismatchCount > report.mismatches.count {
             lines.append("  … \(report.mismatchCount - report.mismatches.count) more mismatches")
         }
-        if report.passed {
-            let compared = report.streams.contains { $0.framesEqual != nil }
-            lines.append(
-                compared ? "OK: every access unit equals the source" : "OK: the output keeps the rules and decrypts")
-        } else {
-            lines.append("FAILED: \(report.problems.count) problems, \(report.mismatchCount) mismatches")
-        }
+        lines.append(verdict(report))
         return lines.joined(separator: "\n")
     }
 
