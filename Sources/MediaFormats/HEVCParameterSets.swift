@@ -62,9 +62,11 @@ public struct HEVCShortTermReferenceSet: Sendable, Equatable {
     /// The pictures of the set the current picture uses (its share of `NumPicTotalCurr`).
     public var usedCount: Int { negativeUsed.filter { $0 }.count + positiveUsed.filter { $0 }.count }
 
-    /// Reads set `index` of `sets` already read; `index == sets.count` in a slice header.
+    /// Reads set `index` after `sets`, those read before it; `total` is `num_short_term_ref_pic_sets`,
+    /// and a slice header's own set has `index == total` (only it carries `delta_idx_minus1`).
     static func read(
-        _ reader: inout EscapedBitReader, index: Int, sets: [HEVCShortTermReferenceSet], structure: String
+        _ reader: inout EscapedBitReader, index: Int, total: Int, sets: [HEVCShortTermReferenceSet],
+        structure: String
     ) throws(FormatError) -> Self {
         let predicted = index != 0 ? try reader.flag() : false
         guard predicted else {
@@ -86,7 +88,7 @@ public struct HEVCShortTermReferenceSet: Sendable, Equatable {
             return set
         }
         let deltaIndex =
-            index == sets.count ? try reader.unsignedExpGolomb("delta_idx_minus1", max: UInt32(index - 1)) + 1 : 1
+            index == total ? try reader.unsignedExpGolomb("delta_idx_minus1", max: UInt32(index - 1)) + 1 : 1
         let reference = sets[index - deltaIndex]
         let sign = try reader.flag()
         let magnitude = Int32(try reader.unsignedExpGolomb("abs_delta_rps_minus1", max: 32_767)) + 1
@@ -270,7 +272,7 @@ public struct HEVCSequenceParameterSet: Sendable, Equatable {
         let setCount = try reader.unsignedExpGolomb("num_short_term_ref_pic_sets", max: 64)
         var sets: [HEVCShortTermReferenceSet] = []
         for index in 0..<setCount {
-            sets.append(try .read(&reader, index: index, sets: sets, structure: structure))
+            sets.append(try .read(&reader, index: index, total: setCount, sets: sets, structure: structure))
         }
         shortTermReferenceSets = sets
         longTermReferencesPresent = try reader.flag()

@@ -163,7 +163,7 @@ public struct HEVCSliceSegmentHeader: Sendable, Equatable {
             let set: HEVCShortTermReferenceSet
             let sets = sps.shortTermReferenceSets
             if !(try reader.flag()) {  // short_term_ref_pic_set_sps_flag
-                set = try .read(&reader, index: sets.count, sets: sets, structure: structure)
+                set = try .read(&reader, index: sets.count, total: sets.count, sets: sets, structure: structure)
             } else {
                 guard !sets.isEmpty else {
                     throw FormatError(structure, "refers to an SPS reference set; the SPS has none")

@@ -7,7 +7,7 @@ import Testing
 /// A short HEVC clip encoded by the ffmpeg CLI (libx265) and FFmpeg's own reading of its slice segment
 /// headers: `trace_headers` prints every syntax element with its RBSP bit position, so where
 /// `byte_alignment()` ends is where slice data begins. That is the oracle the parser is held to.
-private struct EncodedClip {
+struct EncodedClip {
     /// The NAL units in stream order (stored bytes, header included).
     var nalUnits: [[UInt8]]
     /// For each VCL NAL unit in order, FFmpeg's slice segment header length in RBSP bits (NAL header
@@ -39,6 +39,26 @@ private struct EncodedClip {
         oracleBits = Self.sliceHeaderEnds(try String(contentsOfFile: trace, encoding: .utf8))
     }
 
+    /// A stream of the given NAL units, written as Annex B, with FFmpeg's trace of it.
+    init(name: String, nalUnits: [[UInt8]]) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "guardplay-hevc-\(getpid())-\(name)"
+        ).path
+        try? FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let clip = directory + "/clip.hevc"
+        try Data(nalUnits.flatMap { [0, 0, 0, 1] + $0 }).write(to: URL(fileURLWithPath: clip))
+        let trace = directory + "/trace.txt"
+        try Self.run(
+            [
+                "/usr/bin/ffmpeg", "-nostdin", "-nostats", "-hide_banner", "-f", "hevc", "-i", clip, "-c:v", "copy",
+                "-bsf:v", "trace_headers", "-f", "null", "-",
+            ], errors: trace)
+        self.nalUnits = nalUnits
+        oracleBits = Self.sliceHeaderEnds(try String(contentsOfFile: trace, encoding: .utf8))
+    }
+
     /// Each slice segment header's end: one past the position of its last `byte_alignment()` bit.
     static func sliceHeaderEnds(_ trace: String) -> [Int] {
         var ends: [Int] = []
@@ -65,7 +85,7 @@ private struct EncodedClip {
         return ends
     }
 
-    private static func run(_ arguments: [String], errors: String) throws {
+    static func run(_ arguments: [String], errors: String) throws {
         let process = try SpawnedProcess(arguments, errors: errors)
         defer { process.end() }
         let status = process.wait(timeout: 120)
@@ -79,7 +99,7 @@ private struct EncodedClip {
 
 /// Where RBSP bit `bits` (a byte boundary) lies in the stored bytes of `nal`: counted independently of
 /// the parser, one byte at a time, emulation prevention bytes skipped.
-private func storedLength(ofRBSPBits bits: Int, in nal: [UInt8]) -> Int {
+func storedLength(ofRBSPBits bits: Int, in nal: [UInt8]) -> Int {
     var rbspBytes = 0
     var zeros = 0
     var index = 0
@@ -97,7 +117,7 @@ private func storedLength(ofRBSPBits bits: Int, in nal: [UInt8]) -> Int {
 }
 
 /// The slice segment headers of `nalUnits`, parsed in order with the parameter sets before them.
-private func parseSliceHeaders(_ nalUnits: [[UInt8]]) throws -> [HEVCSliceSegmentHeader] {
+func parseSliceHeaders(_ nalUnits: [[UInt8]]) throws -> [HEVCSliceSegmentHeader] {
     var sets = HEVCParameterSets()
     var headers: [HEVCSliceSegmentHeader] = []
     var independent: HEVCSliceSegmentHeader?
@@ -116,7 +136,7 @@ private func parseSliceHeaders(_ nalUnits: [[UInt8]]) throws -> [HEVCSliceSegmen
 }
 
 /// The differences between parsed lengths and the oracle's, one line each; empty when they agree.
-private func mismatches(_ parsed: [Int], _ oracle: [Int]) -> [String] {
+func mismatches(_ parsed: [Int], _ oracle: [Int]) -> [String] {
     guard parsed.count == oracle.count else { return ["\(parsed.count) slices parsed, \(oracle.count) traced"] }
     return zip(parsed, oracle).enumerated().compactMap { index, pair in
         pair.0 == pair.1 ? nil : "slice \(index): parsed \(pair.0) bits, FFmpeg \(pair.1)"
