@@ -47,34 +47,19 @@ private struct SyntaxWriter {
     }
 }
 
-/// A hand-written stream with everything libx265 never writes: tiles with explicit sizes and wavefronts
-/// together, reference picture sets predicted from others in the SPS and in a slice header, long-term
-/// pictures from the SPS and the slice, list modification, weighted prediction with chroma, extra slice
-/// header bits, output flags, a dependent slice segment, deblocking overrides, chroma QP offset lists,
-/// and a slice header extension whose bytes need emulation prevention.
-private func handWrittenStream() -> [[UInt8]] {
-    var vps = SyntaxWriter()
-    vps.u(0, 4)
-    vps.u(0b11, 2)
-    vps.u(0, 6)
-    vps.u(0, 3)
-    vps.flag(true)
-    vps.u(0xFFFF, 16)
-    vps.profileTierLevel()
-    vps.flag(true)
-    for value in [6, 2, 0] { vps.ue(value) }
-    vps.u(0, 6)
-    vps.ue(0)
-    vps.flag(false)
-    vps.flag(false)
-    vps.align()
-
+/// The SPS of the hand-written stream: 256x128, 16x16 CTBs, three short-term sets (the second predicted
+/// from the first), two long-term candidates; `extensions` is the byte of `sps_range_extension_flag` to
+/// `sps_extension_4bits`.
+private func handWrittenSPS(chromaFormat: Int = 1, separatePlanes: Bool = false, extensions: Int = 0) -> [UInt8] {
     var sps = SyntaxWriter()
     sps.u(0, 4)
     sps.u(0, 3)
     sps.flag(true)
     sps.profileTierLevel()
-    for value in [0, 1, 256, 128] { sps.ue(value) }  // id, 4:2:0, 256x128
+    sps.ue(0)
+    sps.ue(chromaFormat)
+    if chromaFormat == 3 { sps.flag(separatePlanes) }
+    for value in [256, 128] { sps.ue(value) }
     sps.flag(false)
     for value in [0, 0, 4] { sps.ue(value) }  // 8-bit, 8 POC LSB bits
     sps.flag(true)
@@ -117,8 +102,35 @@ private func handWrittenStream() -> [[UInt8]] {
     sps.flag(true)  // temporal MVP
     sps.flag(false)
     sps.flag(false)  // no VUI
-    sps.flag(false)
+    sps.flag(extensions != 0)
+    if extensions != 0 { sps.u(extensions, 8) }
+    if extensions & 0x80 != 0 { sps.u(0, 9) }
     sps.align()
+    return sps.nal(HEVCNALHeader.sps)
+
+}
+
+/// A hand-written stream with everything libx265 never writes: tiles with explicit sizes and wavefronts
+/// together, reference picture sets predicted from others in the SPS and in a slice header, long-term
+/// pictures from the SPS and the slice, list modification, weighted prediction with chroma, extra slice
+/// header bits, output flags, a dependent slice segment, deblocking overrides, chroma QP offset lists,
+/// and a slice header extension whose bytes need emulation prevention.
+private func handWrittenStream() -> [[UInt8]] {
+    var vps = SyntaxWriter()
+    vps.u(0, 4)
+    vps.u(0b11, 2)
+    vps.u(0, 6)
+    vps.u(0, 3)
+    vps.flag(true)
+    vps.u(0xFFFF, 16)
+    vps.profileTierLevel()
+    vps.flag(true)
+    for value in [6, 2, 0] { vps.ue(value) }
+    vps.u(0, 6)
+    vps.ue(0)
+    vps.flag(false)
+    vps.flag(false)
+    vps.align()
 
     var pps = SyntaxWriter()
     pps.ue(0)
@@ -311,7 +323,7 @@ private func handWrittenStream() -> [[UInt8]] {
     p.align()
 
     return [
-        vps.nal(HEVCNALHeader.vps), sps.nal(HEVCNALHeader.sps), pps.nal(HEVCNALHeader.pps),
+        vps.nal(HEVCNALHeader.vps), handWrittenSPS(), pps.nal(HEVCNALHeader.pps),
         idr.nal(19, appending: data), b.nal(1, appending: data), dependent.nal(1, appending: data),
         p.nal(1, appending: data),
     ]
@@ -332,6 +344,7 @@ private func handWrittenStream() -> [[UInt8]] {
         #expect(headers.map(\.storedBytes) == vcl.map { $0.count - 6 })
 
         let sps = try HEVCSequenceParameterSet(stream[1])
+        #expect(try HEVCSequenceParameterSet(handWrittenSPS(extensions: 0x80)).rangeExtension)
         #expect(sps.shortTermReferenceSets[1].negativeDeltas == [-1, -2, -4])
         #expect(sps.shortTermReferenceSets[1].negativeUsed == [true, true, false])
         #expect(sps.shortTermReferenceSets[1].positiveDeltas == [1])
@@ -344,5 +357,19 @@ private func handWrittenStream() -> [[UInt8]] {
         let p = headers[3]
         #expect(p.sliceType == HEVCSliceSegmentHeader.typeP && p.pictureTotalCurrent == 3)
         #expect(p.activeReferencesL0 == 2 && p.activeReferencesL1 == 0 && p.collocatedFromL0)
+    }
+
+    @Test(arguments: [
+        (3, true, 0, "separate_colour_plane_flag is set: separate colour planes are not packaged"),
+        (1, false, 0x40, "a multilayer or 3D extension (MV-HEVC, 3D-HEVC)"),
+        (1, false, 0x20, "a multilayer or 3D extension (MV-HEVC, 3D-HEVC)"),
+        (1, false, 0x10, "the screen content coding extension"),
+        (1, false, 0x01, "sps_extension_4bits 1: extensions newer than H.265 v4"),
+    ])
+    func refusesWhatItDoesNotPackageAsUnsupported(chroma: Int, separate: Bool, extensions: Int, reason: String) {
+        let sps = handWrittenSPS(chromaFormat: chroma, separatePlanes: separate, extensions: extensions)
+        #expect(throws: FormatError("SPS at byte 40", reason, kind: .unsupported)) {
+            _ = try HEVCSequenceParameterSet(sps, structure: "SPS at byte 40")
+        }
     }
 }
