@@ -71,7 +71,7 @@ let package = Package(
             exclude: ["Fixtures"]),
         .testTarget(name: "ProtectionTests", dependencies: ["Protection", "ProcessTestSupport"]),
         .testTarget(name: "PlayerTests", dependencies: ["Player", "MediaCore", "CaptureMonitor"]),
-        .testTarget(name: "MediaFormatsTests", dependencies: ["MediaFormats", "Crypto"]),
+        .testTarget(name: "MediaFormatsTests", dependencies: ["MediaFormats", "Crypto", "ProcessTestSupport"]),
         .testTarget(name: "PackagerTests", dependencies: ["Packager", "MediaFormats", "MediaCore", "Crypto"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Crypto"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport", "ProcessTestSupport"]),
