@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(name: "CSDL2"),  // headers at <SDL2/SDL.h>; sdl2.pc adds a -D flag SwiftPM rejects
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd"),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3"),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq"),
 
         // Bridges: owners of C objects.
         .target(name: "MediaCore", dependencies: ["CFFmpeg"], swiftSettings: strict),
@@ -42,7 +43,7 @@ let package = Package(
             swiftSettings: strict),
 
         // Service.
-        .target(name: "Store", dependencies: ["CSQLite", "Crypto"], swiftSettings: strict),
+        .target(name: "Store", dependencies: ["CSQLite", "CLibPQ", "Crypto"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "ThreadSupport"], swiftSettings: strict),
         .target(
             name: "Gateway",
@@ -73,7 +74,7 @@ let package = Package(
         .testTarget(name: "PlayerTests", dependencies: ["Player", "MediaCore", "CaptureMonitor"]),
         .testTarget(name: "MediaFormatsTests", dependencies: ["MediaFormats", "Crypto", "ProcessTestSupport"]),
         .testTarget(name: "PackagerTests", dependencies: ["Packager", "MediaFormats", "MediaCore", "Crypto"]),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "Crypto"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Crypto", "PostgresTestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport", "ProcessTestSupport"]),
         .testTarget(
             name: "GatewayTests",
@@ -82,11 +83,16 @@ let package = Package(
         // sound servers and recorders for the capture-detection acceptance tests.
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["MediaCore", "CaptureDetectors", "ProcessTestSupport", "HTTPTestSupport", "Crypto"]),
+            dependencies: [
+                "MediaCore", "CaptureDetectors", "ProcessTestSupport", "HTTPTestSupport", "Crypto",
+                "PostgresTestSupport",
+            ]),
         // Starting and ending child processes and their process groups, and a seeded generator, shared by the
         // test targets.
         .target(name: "ProcessTestSupport", path: "Tests/ProcessTestSupport"),
         // A raw HTTP/1.1 client for tests that must send exactly the bytes they mean.
         .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
+        // A throwaway PostgreSQL cluster (initdb, pg_ctl) per test process, a database per test.
+        .target(name: "PostgresTestSupport", dependencies: ["ProcessTestSupport"], path: "Tests/PostgresTestSupport"),
     ]
 )

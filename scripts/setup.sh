@@ -9,6 +9,8 @@ packages=(
     ffmpeg libavformat-dev libavcodec-dev libavutil-dev libswresample-dev libswscale-dev
     # OpenSSL, libmicrohttpd, SQLite, SDL2
     libssl-dev libmicrohttpd-dev libsqlite3-dev sqlite3 libsdl2-dev
+    # PostgreSQL: libpq for the shared store, the server for the store tests' throwaway clusters
+    libpq-dev postgresql
     # Test and benchmark peers: a real X display, a sound server, nginx, load generators
     xvfb x11-utils x11-xserver-utils x11-apps imagemagick scrot xdotool pulseaudio pulseaudio-utils nginx wrk hyperfine curl
     python3-venv

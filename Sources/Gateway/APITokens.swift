@@ -32,7 +32,7 @@ public enum APITokenRefusal: String, Error, Sendable, Equatable {
 public enum APITokens {
     /// Creates and stores a token with `scopes`; returns the token text (shown once) and its record.
     public static func create(
-        in store: Store, scopes: Set<Scope>, name: String, now: Date = Date()
+        in store: any Store, scopes: Set<Scope>, name: String, now: Date = Date()
     ) throws(StoreError) -> (token: String, record: APITokenRecord) {
         let id = Identifier.randomHex(8)
         let secret = Identifier.randomHex(32)
@@ -44,7 +44,7 @@ public enum APITokens {
     }
 
     /// The scopes `token` grants, when it is a live token of `store`.
-    public static func authenticate(_ token: String?, in store: Store) throws(StoreError) -> Result<
+    public static func authenticate(_ token: String?, in store: any Store) throws(StoreError) -> Result<
         Set<Scope>, APITokenRefusal
     > {
         guard let token, !token.isEmpty else { return .failure(.missing) }

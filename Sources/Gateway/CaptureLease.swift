@@ -71,6 +71,22 @@ public struct CaptureLease: Sendable, Equatable {
         return move(to: .unknown, reason: "lease-lapsed", now: now, seq: nil, observedAt: nil)
     }
 
+    /// Takes on the state another node applied (from a stored session event): its state, lease and
+    /// last sequence number. One whose report is not newer than the last applied here changes
+    /// nothing. Returns whether the state changed.
+    public mutating func adopt(
+        state next: CaptureState, since: Date, seq: UInt64?, observedAt: Date?, leaseExpiresAt: Date?
+    ) -> Bool {
+        if let seq, let lastSeq, seq <= lastSeq { return false }
+        if let seq { lastSeq = seq }
+        self.observedAt = observedAt
+        self.leaseExpiresAt = leaseExpiresAt
+        guard next != state else { return false }
+        state = next
+        self.since = since
+        return true
+    }
+
     private mutating func move(
         to next: CaptureState, reason: String, now: Date, seq: UInt64?, observedAt: Date?
     ) -> CaptureChange? {

@@ -51,7 +51,7 @@ public final class Gateway: Sendable {
     /// How the gateway was configured.
     public let configuration: GatewayConfiguration
     /// The durable store.
-    public let store: Store
+    public let store: any Store
     /// Prometheus metrics.
     public let metrics = Metrics()
     /// Session events for event streams.
@@ -71,13 +71,14 @@ public final class Gateway: Sendable {
     let clock: any GatewayClock
     let log: @Sendable (String) -> Void
     private let sweeper = PeriodicThread(name: "lease-sweeper", interval: 0.1)
+    private let listener = Mutex<(any StoreListener)?>(nil)
     private let lastPrune = Mutex(Date.distantPast)
 
     /// A gateway over `store`, with session tokens signed by a key derived from `kek`; `engine` is
     /// the packager (nil in builds without one). The audit trail goes to `auditWriter` when given
     /// (tests pass one that fails), to `store` otherwise.
     public init(
-        configuration: GatewayConfiguration, store: Store, kek: KeyEncryptionKey, engine: (any PackagingEngine)?,
+        configuration: GatewayConfiguration, store: any Store, kek: KeyEncryptionKey, engine: (any PackagingEngine)?,
         clock: any GatewayClock = SystemClock(), auditWriter: (any AuditWriting)? = nil,
         log: @escaping @Sendable (String) -> Void
     ) throws(StoreError) {
@@ -123,8 +124,34 @@ public final class Gateway: Sendable {
         }
     }
 
+    /// The asset `id` from the catalog or, when the catalog lacks it (another node sharing the store
+    /// imported or packaged it), from the store and the shared asset directory, installed for next time.
+    func servedAsset(_ id: String) -> ServedAsset? {
+        if let served = catalog.asset(id) { return served }
+        guard store.isShared, Identifier.isValid(id), let record = try? store.asset(id) else { return nil }
+        do {
+            try catalog.install(record, keys: try store.keys().filter { $0.assetID == id })
+        } catch {
+            log("catalog: asset \(id) from the store is not served: \(error)")
+            return nil
+        }
+        return catalog.asset(id)
+    }
+
+    /// The key `kid` and its asset's policy from the catalog or, on a miss, from the store: a key
+    /// never changes for its KID, so once read it is held in memory.
+    func servedKey(_ kid: String) -> (key: ServedKey, denyWhileCapturing: Bool)? {
+        if let served = catalog.keyAndPolicy(kid) { return served }
+        guard store.isShared, kid.utf8.count <= 64, let record = try? store.key(kid) else { return nil }
+        if servedAsset(record.assetID) == nil { catalog.addKey(record) }
+        return catalog.keyAndPolicy(kid)
+    }
+
     /// Starts the gateway's threads.
     public func start() throws(StoreError) {
+        // Other nodes' revocations and capture reports, when nodes share the store.
+        let sessions = self.sessions
+        listener.withLock { $0 = store.listen { sessions.applyStoredEvents() } }
         audit.start()
         try jobs.start()
         sweeper.start { [self] in
@@ -141,6 +168,10 @@ public final class Gateway: Sendable {
 
     /// Stops the gateway's threads; jobs in progress go back to the queue and the audit log is flushed.
     public func stop() {
+        listener.withLock { listener in
+            listener?.stop()
+            listener = nil
+        }
         jobs.stop()
         sweeper.stop()
         audit.stop()
@@ -168,7 +199,7 @@ public final class Gateway: Sendable {
     public func createSession(asset: String, ttl: TimeInterval?, remote: String = "") throws(GatewayError) -> (
         session: SessionRecord, token: String
     ) {
-        guard catalog.asset(asset) != nil else {
+        guard servedAsset(asset) != nil else {
             throw GatewayError(.notFound, code: "asset-not-found", detail: "No asset '\(asset)' is served here.")
         }
         let lifetime = ttl ?? configuration.sessionTTL
@@ -262,7 +293,7 @@ public final class Gateway: Sendable {
             case .success(let verified): claims = verified
             }
             sessionID = claims.sessionID
-            guard let (key, denyWhileCapturing) = catalog.keyAndPolicy(kid) else { return .failure(.keyUnknown) }
+            guard let (key, denyWhileCapturing) = servedKey(kid) else { return .failure(.keyUnknown) }
             assetID = key.assetID
             guard key.assetID == claims.assetID else { return .failure(.wrongAsset) }
             guard let session = sessions.session(claims.sessionID) else { return .failure(.sessionUnknown) }
@@ -308,7 +339,7 @@ public final class Gateway: Sendable {
     /// The playlist `name` of `asset`, rewritten for the holder of `token`; nil when there is no such
     /// playlist.
     public func playlist(asset id: String, name: String, token: String?) -> Result<String, AccessRefusal>? {
-        guard let asset = catalog.asset(id), let text = asset.playlists[name] else { return nil }
+        guard let asset = servedAsset(id), let text = asset.playlists[name] else { return nil }
         switch signer.verify(token, now: clock.now()) {
         case .failure(let refusal): return .failure(refusal)
         case .success(let claims):
@@ -323,7 +354,7 @@ public final class Gateway: Sendable {
 
     /// A file of `asset` by its path inside the asset, or nil.
     public func file(asset id: String, name: String) -> ServedFile? {
-        catalog.asset(id)?.files[name]
+        servedAsset(id)?.files[name]
     }
 
     // MARK: Assets

@@ -14,7 +14,7 @@ import Synchronization
 /// `maxAttempts`), and directories no asset refers to, finished or partial, are removed. The job's
 /// content key is stored, wrapped, before packaging starts.
 public final class PackagingJobs: Sendable {
-    private let store: Store
+    private let store: any Store
     private let catalog: AssetCatalog
     private let engine: (any PackagingEngine)?
     private let configuration: GatewayConfiguration
@@ -35,7 +35,7 @@ public final class PackagingJobs: Sendable {
     private let workerCount = Mutex(0)
 
     init(
-        store: Store, catalog: AssetCatalog, engine: (any PackagingEngine)?, configuration: GatewayConfiguration,
+        store: any Store, catalog: AssetCatalog, engine: (any PackagingEngine)?, configuration: GatewayConfiguration,
         clock: any GatewayClock, log: @escaping @Sendable (String) -> Void,
         onAssetReady: @escaping @Sendable (AssetRecord) -> Void
     ) {

@@ -21,14 +21,18 @@ public final class SessionRegistry: Sendable {
     }
 
     private let entries = Mutex([String: Entry]())
-    private let store: Store
+    private let store: any Store
     private let hub: SessionEventHub
     private let clock: any GatewayClock
     private let leaseDuration: TimeInterval
     private let log: @Sendable (String) -> Void
+    /// This node's name in the session events it writes to a shared store.
+    let node = Identifier.random(prefix: "node_")
+    /// The last stored session event this node has applied.
+    private let eventCursor = Mutex(Int64(0))
 
     init(
-        store: Store, hub: SessionEventHub, clock: any GatewayClock, leaseDuration: TimeInterval,
+        store: any Store, hub: SessionEventHub, clock: any GatewayClock, leaseDuration: TimeInterval,
         log: @escaping @Sendable (String) -> Void
     ) {
         self.store = store
@@ -41,6 +45,8 @@ public final class SessionRegistry: Sendable {
     /// Loads the unexpired sessions from the store.
     func load() throws(StoreError) {
         let now = clock.now()
+        let latest = try store.latestSessionEventSeq()
+        eventCursor.withLock { $0 = latest }
         let records = try store.sessions(unexpiredAt: now)
         entries.withLock { entries in
             for record in records {
@@ -72,13 +78,29 @@ public final class SessionRegistry: Sendable {
         guard entries.withLock({ $0[id].map { $0.record.revokedAt == nil } ?? false }) else { return false }
         let changed = try stored(log) { () throws(StoreError) in try store.revokeSession(id, at: now) }
         entries.withLock { $0[id]?.record.revokedAt = now }
-        if changed { hub.publish(session: id, .revoked(at: now)) }
+        if changed {
+            share(SessionEventRecord(sessionID: id, kind: .revoked, at: now, origin: node))
+            hub.publish(session: id, .revoked(at: now))
+        }
         return changed
     }
 
-    /// The session with `id`, or nil.
+    /// The session with `id`, or nil. One this node does not hold (another node sharing the store
+    /// created it) is read from the store once and held from then on, `unknown` until it reports.
     public func session(_ id: String) -> SessionSnapshot? {
-        entries.withLock { entries in entries[id].map(Self.snapshot) }
+        if let held = entries.withLock({ entries in entries[id].map(Self.snapshot) }) { return held }
+        guard store.isShared, Identifier.isValid(id), let record = try? store.session(id) else { return nil }
+        let now = clock.now()
+        guard record.expiresAt > now else { return nil }
+        return entries.withLock { entries in
+            let entry =
+                entries[id]
+                ?? Entry(
+                    record: record, lease: CaptureLease(leaseDuration: leaseDuration, start: now),
+                    leaseReason: "session-start")
+            entries[id] = entry
+            return Self.snapshot(entry)
+        }
     }
 
     /// Applies a capture report and publishes any change.
@@ -93,8 +115,14 @@ public final class SessionRegistry: Sendable {
             entries[id] = entry
             return (outcome, Self.snapshot(entry))
         }
-        if let (outcome, snapshot) = result, case .applied(change: .some) = outcome {
-            hub.publish(session: id, .captureState(snapshot.capture))
+        if let (outcome, snapshot) = result, case .applied(let change) = outcome {
+            let capture = snapshot.capture
+            share(
+                SessionEventRecord(
+                    sessionID: id, kind: .capture, state: capture.state.rawValue, reason: capture.reason,
+                    since: capture.since, reportSeq: capture.seq.map { Int64(clamping: $0) },
+                    observedAt: capture.observedAt, leaseExpiresAt: capture.leaseExpiresAt, at: now, origin: node))
+            if change != nil { hub.publish(session: id, .captureState(capture)) }
         }
         return result
     }
@@ -121,6 +149,58 @@ public final class SessionRegistry: Sendable {
             return lapsed
         }
         for (id, capture) in lapsed { hub.publish(session: id, .captureState(capture)) }
+    }
+
+    /// Writes `event` for the other nodes sharing the store; a failure is logged, and this node
+    /// goes on with the change applied in its own memory.
+    private func share(_ event: SessionEventRecord) {
+        guard store.isShared else { return }
+        do { try store.appendSessionEvent(event) } catch {
+            log("store: session event for \(event.sessionID): \(error)")
+        }
+    }
+
+    /// Applies the session events other nodes stored since the last call: a revocation ends the
+    /// session here too, a capture report sets its state and lease as on the node that took it. Each
+    /// change is published to this node's event streams.
+    func applyStoredEvents() {
+        while true {
+            let cursor = eventCursor.withLock { $0 }
+            let events: [SessionEventRecord]
+            do { events = try store.sessionEvents(after: cursor, limit: 500) } catch {
+                log("store: session events: \(error)")
+                return
+            }
+            guard let last = events.last else { return }
+            for event in events where event.origin != node { apply(event) }
+            eventCursor.withLock { $0 = max($0, last.seq) }
+            if events.count < 500 { return }
+        }
+    }
+
+    private func apply(_ event: SessionEventRecord) {
+        let id = event.sessionID
+        switch event.kind {
+        case .revoked:
+            let changed = entries.withLock { entries -> Bool in
+                guard entries[id] != nil, entries[id]?.record.revokedAt == nil else { return false }
+                entries[id]?.record.revokedAt = event.at
+                return true
+            }
+            if changed { hub.publish(session: id, .revoked(at: event.at)) }
+        case .capture:
+            guard let state = event.state.flatMap(CaptureState.init(rawValue:)) else { return }
+            let snapshot = entries.withLock { entries -> SessionSnapshot? in
+                guard var entry = entries[id] else { return nil }
+                let changed = entry.lease.adopt(
+                    state: state, since: event.since ?? event.at, seq: event.reportSeq.map { UInt64(clamping: $0) },
+                    observedAt: event.observedAt, leaseExpiresAt: event.leaseExpiresAt)
+                if changed { entry.leaseReason = event.reason ?? "reported" }
+                entries[id] = entry
+                return changed ? Self.snapshot(entry) : nil
+            }
+            if let snapshot { hub.publish(session: id, .captureState(snapshot.capture)) }
+        }
     }
 
     /// Sessions held in memory.

@@ -56,6 +56,9 @@ enum PlayCommand {
                                        HTTP: tokens cross the network unencrypted)
           --data DIR                   the gateway data directory holding API tokens (required with
                                        --control; made by guard-play tokens create --data DIR)
+          --store URL                  take the API tokens from the gateway's PostgreSQL store instead
+                                       (as guard-play serve --store; the KEK still from --data or
+                                       GUARDPLAY_KEK)
           Keys on a terminal or in the window: space pause, ←/→ seek 5 s, m mute, r toggle simulated
           recording, q quit.
         """
@@ -66,6 +69,7 @@ enum PlayCommand {
         .init("volume"), .init("mute", .flag), .init("no-audio", .flag), .init("no-video", .flag), .init("loop"),
         .init("status"), .init("threads"), .init("video-out"), .init("capture-source"), .init("poll-interval"),
         .init("new-process-poll"), .init("recorders", repeatable: true), .init("control"), .init("data"),
+        .init("store"),
         .init("max-pixels"), .init("control-public", .flag), .init("flicker", .optionalValue),
         .init("on-mirror"),
     ]
@@ -276,9 +280,10 @@ enum PlayCommand {
                     "--control needs --data DIR, the gateway data directory holding its API tokens (scope control)")
             }
             try configuration.set("data", data, source: "--data")
+            if let store = parsed.value("store") { try configuration.set("store", store, source: "--store") }
             control = configuration
-        } else if parsed.has("data") {
-            throw CLIError(.usage, "--data is only used with --control")
+        } else if parsed.has("data") || parsed.has("store") {
+            throw CLIError(.usage, "--\(parsed.has("data") ? "data" : "store") is only used with --control")
         } else if parsed.has("control-public") {
             throw CLIError(.usage, "--control-public is only used with --control")
         }

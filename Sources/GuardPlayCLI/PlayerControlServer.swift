@@ -19,7 +19,7 @@ enum PlayerControlServer {
             FileHandle.standardError.write(Data("guard-play control: \(message)\n".utf8))
         }
         let database = (configuration.dataDirectory as NSString).appendingPathComponent("guardplay.db")
-        guard FileManager.default.fileExists(atPath: database) else {
+        if case .sqlite = configuration.storeLocation, !FileManager.default.fileExists(atPath: database) {
             throw CLIError(
                 .badValue,
                 "--data \(configuration.dataDirectory) holds no token store (\(database)); create a token with "

@@ -13,11 +13,14 @@ enum ServeCommand {
         usage: guard-play serve [--config FILE] [options]
 
         Runs the gateway: REST control, key delivery, HLS delivery, capture-state reports and packaging
-        jobs, with its state in a SQLite database under --data.
+        jobs, with its state in a SQLite database under --data or in PostgreSQL (--store).
 
         options (each may also be a `key = value` line in --config FILE):
           --listen HOST:PORT      address to listen on (default 127.0.0.1:8080; port 0 picks one)
           --data DIR              database, KEK file and packaged assets (default ./guard-data)
+          --store URL             keep the state in PostgreSQL at URL (postgres://USER@HOST/DB), shared by
+                                  every node given the same URL and KEK, instead of SQLite under --data
+                                  (default sqlite; GUARDPLAY_STORE sets it too)
           --kek-file FILE         key-encryption key file, created 0600 when missing (default: systemd's
                                   credential $CREDENTIALS_DIRECTORY/kek when there is one, else DATA/kek);
                                   the GUARDPLAY_KEK environment variable (64 hex digits) overrides it
@@ -68,7 +71,7 @@ enum ServeCommand {
             // pass ExecStartPre and then restart-loop.
             let source = try checkKEK(configuration)
             print(
-                "configuration ok: listen \(configuration.host):\(configuration.port), data \(configuration.dataDirectory), kek \(source)"
+                "configuration ok: listen \(configuration.host):\(configuration.port), data \(configuration.dataDirectory), store \(configuration.storeLocation), kek \(source)"
             )
             return .success
         }
@@ -146,8 +149,9 @@ enum ServeCommand {
         return .success
     }
 
-    /// Opens the store under the data directory with the KEK from GUARDPLAY_KEK or the KEK file.
-    static func openStore(_ configuration: ServeConfiguration) throws(CLIError) -> (Store, KeyEncryptionKey) {
+    /// Opens the store (`--store`, else SQLite under the data directory) with the KEK from
+    /// GUARDPLAY_KEK or the KEK file.
+    static func openStore(_ configuration: ServeConfiguration) throws(CLIError) -> (any Store, KeyEncryptionKey) {
         do {
             try FileManager.default.createDirectory(
                 atPath: configuration.dataDirectory, withIntermediateDirectories: true,
@@ -159,7 +163,7 @@ enum ServeCommand {
             let (environment, file, credentials) = kekSource(configuration)
             let kek = try KeyEncryptionKey.load(
                 environmentValue: environment, file: file, credentialsDirectory: credentials)
-            return (try Store(directory: configuration.dataDirectory, kek: kek), kek)
+            return (try configuration.storeLocation.open(kek: kek), kek)
         } catch {
             throw CLIError(.failure, "\(error)")
         }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import Store
 
 /// Everything `guard-play serve` (and `guard-play tokens`) can be told, from a config file and the
 /// command line; the command line wins. The file holds `key = value` lines whose keys are the long
@@ -28,12 +29,15 @@ struct ServeConfiguration: Equatable {
     var trustedProxies: [String] = []
     /// Event streams open at most; nil for three quarters of the connection limit.
     var maxStreams: Int?
+    /// `--store`: a PostgreSQL URL, or nil (or `sqlite`) for the SQLite database under `dataDirectory`.
+    var store: String?
 
     /// The options that take a value, shared by the config file and the command line.
     static let keys = [
         "listen", "data", "kek-file", "public-url", "cors-origin", "input-root", "import-root", "session-ttl", "lease",
         "job-workers", "threads", "connection-limit", "per-ip-connection-limit", "idle-timeout", "header-timeout",
         "body-timeout", "max-body", "drain", "audit-retention", "trusted-proxy", "max-streams",
+        "store",
     ]
     /// Keys that may be given more than once on the command line (the file takes comma lists).
     static let repeatable: Set<String> = ["cors-origin", "import-root", "trusted-proxy"]
@@ -54,6 +58,10 @@ struct ServeConfiguration: Equatable {
                 throw CLIError(.badValue, "config \(path): not UTF-8 text")
             }
             try configuration.apply(file: text, path: path)
+        }
+        // The environment overrides the file; the command line overrides both.
+        if let value = ProcessInfo.processInfo.environment["GUARDPLAY_STORE"], !value.isEmpty {
+            try configuration.set("store", value, source: "GUARDPLAY_STORE")
         }
         for key in keys {
             let values = arguments.all(key)
@@ -151,8 +159,20 @@ struct ServeConfiguration: Equatable {
             }
             trustedProxies = ranges
         case "max-streams": maxStreams = try count(1...100_000)
+        case "store":
+            do { _ = try StoreLocation(option: value, dataDirectory: dataDirectory) } catch {
+                throw CLIError(.badValue, "\(source): invalid value for store: \(error.message)")
+            }
+            store = value
         default: throw CLIError(.usage, "\(source): unknown key '\(key)'")
         }
+    }
+
+    /// Where the store is: the `store` option, else the SQLite database under the data directory.
+    var storeLocation: StoreLocation {
+        // `set` has checked the value already.
+        (try? StoreLocation(option: store ?? "sqlite", dataDirectory: dataDirectory))
+            ?? .sqlite(directory: dataDirectory)
     }
 
     /// `30`, `30s`, `5m`, `4h`, `30d` or `1.5s`, in seconds.

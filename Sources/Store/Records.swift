@@ -223,3 +223,60 @@ public struct AuditRefusalCount: Sendable, Equatable {
         self.count = count
     }
 }
+
+/// A change to a session that every node sharing the store must hear of, as a row of the
+/// PostgreSQL events table: NOTIFY only tells nodes to look, and they read these in `seq` order.
+public struct SessionEventRecord: Sendable, Equatable {
+    /// What happened.
+    public enum Kind: String, Sendable {
+        /// The session was revoked at `at`.
+        case revoked
+        /// A report was applied: the capture state, its lease and the report's sequence number.
+        case capture
+    }
+
+    /// Its position among all events, assigned by the store.
+    public var seq: Int64
+    /// The session.
+    public var sessionID: String
+    /// Its position among the session's own events, assigned by the store.
+    public var sessionSeq: Int64
+    /// What happened.
+    public var kind: Kind
+    /// The capture state (`clear`, `capturing` or `unknown`), for capture events.
+    public var state: String?
+    /// Why the session is in that state.
+    public var reason: String?
+    /// When it entered that state.
+    public var since: Date?
+    /// The applied report's sequence number.
+    public var reportSeq: Int64?
+    /// When the client observed the report.
+    public var observedAt: Date?
+    /// When the lease the report renewed runs out.
+    public var leaseExpiresAt: Date?
+    /// When it happened.
+    public var at: Date
+    /// The node that wrote it, so the node skips its own events.
+    public var origin: String
+
+    /// An event; `seq` and `sessionSeq` are assigned by the store.
+    public init(
+        seq: Int64 = 0, sessionID: String, sessionSeq: Int64 = 0, kind: Kind, state: String? = nil,
+        reason: String? = nil, since: Date? = nil, reportSeq: Int64? = nil, observedAt: Date? = nil,
+        leaseExpiresAt: Date? = nil, at: Date, origin: String
+    ) {
+        self.seq = seq
+        self.sessionID = sessionID
+        self.sessionSeq = sessionSeq
+        self.kind = kind
+        self.state = state
+        self.reason = reason
+        self.since = since
+        self.reportSeq = reportSeq
+        self.observedAt = observedAt
+        self.leaseExpiresAt = leaseExpiresAt
+        self.at = at
+        self.origin = origin
+    }
+}

@@ -1,256 +1,134 @@
 public import Foundation
-import Synchronization
 
-/// The gateway's durable state in one SQLite database (WAL mode): assets, wrapped content keys,
-/// sessions, API tokens, packaging jobs and the audit log.
+/// The gateway's durable state: assets, wrapped content keys, sessions, API tokens, packaging jobs
+/// and the audit log. Two implementations: `SQLiteStore`, one embedded database under the data
+/// directory (the default), and `PostgresStore`, one PostgreSQL database that several gateway nodes
+/// share. `Store.open` picks one from a `StoreLocation`.
 ///
-/// Lifecycle: `init` creates the directory and database when missing and applies migrations; every
-/// method then runs on the caller's thread, one at a time, behind a mutex. Callers are the gateway's
-/// own threads (server pool, job workers, audit writer), never Swift's cooperative pool. Each commit
-/// is synced (`synchronous = FULL`), so a `kill -9` at any point loses nothing that was committed.
-///
-/// `@unchecked Sendable`: the connection, which is not thread-safe, is only touched inside
-/// `lock.withLock` (through `with`); everything else is immutable.
-public final class Store: @unchecked Sendable {
-    private let lock = Mutex(())
-    private let connection: SQLiteConnection
-    let kek: KeyEncryptionKey
-    /// The database file.
-    public let path: String
-
-    /// Opens (creating when missing) `guardplay.db` in `directory`.
-    public init(directory: String, kek: KeyEncryptionKey) throws(StoreError) {
-        do {
-            try FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw StoreError(operation: "mkdir(\(directory))", message: "\(error.localizedDescription)")
-        }
-        let path = (directory as NSString).appendingPathComponent("guardplay.db")
-        let database = try SQLiteConnection(path: path)
-        try database.execute("PRAGMA busy_timeout = 5000")
-        let mode = try database.query("PRAGMA journal_mode = WAL").first?.first?.text
-        guard mode?.lowercased() == "wal" else {
-            throw StoreError(
-                operation: "PRAGMA journal_mode = WAL", message: "the database stayed in \(mode ?? "?") mode")
-        }
-        try database.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON")
-        try Migrations.apply(to: database)
-        self.path = path
-        self.kek = kek
-        connection = database
-    }
-
-    /// Runs `body` with the connection, one caller at a time.
-    @discardableResult
-    func with<T: Sendable>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        try lock.withLock { _ throws(StoreError) in try body(connection) }
-    }
-
-    /// Runs one UPDATE or DELETE; true when it changed a row.
-    func changed(_ sql: String, _ values: [SQLValue]) throws(StoreError) -> Bool {
-        try with { database throws(StoreError) in
-            try database.query(sql, values)
-            return database.changes > 0
-        }
-    }
-
+/// Content keys are wrapped under the key-encryption key before they are written and unwrapped
+/// after they are read; the KEK itself never enters the database.
+public protocol Store: AuditWriting {
+    /// Where the store is, for messages: a file path or a URL without its password.
+    var location: String { get }
     /// The schema version the database is at.
-    public func schemaVersion() throws(StoreError) -> Int {
-        try with { database throws(StoreError) in
-            Int(try database.query("PRAGMA user_version").first?.first?.integer ?? 0)
-        }
-    }
+    func schemaVersion() throws(StoreError) -> Int
+    /// Bytes the database takes on disk.
+    var sizeInBytes: Int { get }
+    /// True when other gateway nodes may share this store (PostgreSQL): what a node does not hold in
+    /// memory it looks up here, and it hears of other nodes' changes through `listen`.
+    var isShared: Bool { get }
 
-    /// Runs SQLite's own consistency check; "ok" when the database is sound.
-    public func integrityCheck() throws(StoreError) -> String {
-        try with { database throws(StoreError) in
-            try database.query("PRAGMA integrity_check").map { $0.first?.text ?? "" }.joined(separator: "; ")
-        }
-    }
-}
-
-// MARK: - Assets and keys
-
-extension Store {
+    // Assets and keys.
     /// Stores `asset` (replacing one with the same ID) and `keys`, wrapped, in one transaction.
-    public func saveAsset(_ asset: AssetRecord, keys: [ContentKeyRecord] = []) throws(StoreError) {
-        let wrapped = try keys.map { key throws(StoreError) in (key, try kek.wrap(key.key, kid: key.kid)) }
-        try with { database throws(StoreError) in
-            try database.transaction { () throws(StoreError) in
-                try database.query(
-                    """
-                    INSERT INTO assets (id, directory, deny_keys_while_capturing, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT(id) DO UPDATE SET directory = excluded.directory,
-                        deny_keys_while_capturing = excluded.deny_keys_while_capturing, updated_at = excluded.updated_at
-                    """,
-                    [
-                        .text(asset.id), .text(asset.directory), .integer(asset.denyKeysWhileCapturing ? 1 : 0),
-                        .real(asset.createdAt.timeIntervalSince1970), .real(asset.updatedAt.timeIntervalSince1970),
-                    ])
-                for (key, box) in wrapped { try insertKey(key, box: box, in: database) }
-            }
-        }
-    }
-
+    func saveAsset(_ asset: AssetRecord, keys: [ContentKeyRecord]) throws(StoreError)
     /// Stores one content key, wrapped under the KEK.
-    public func saveKey(_ key: ContentKeyRecord) throws(StoreError) {
-        let box = try kek.wrap(key.key, kid: key.kid)
-        try with { database throws(StoreError) in try insertKey(key, box: box, in: database) }
-    }
-
-    private func insertKey(_ key: ContentKeyRecord, box: [UInt8], in database: SQLiteConnection) throws(StoreError) {
-        try database.query(
-            "INSERT OR REPLACE INTO content_keys (kid, asset_id, wrapped, uri, created_at) VALUES (?, ?, ?, ?, ?)",
-            [
-                .text(key.kid), .text(key.assetID), .blob(box), key.uri.map { .text($0) } ?? .null,
-                .real(Date().timeIntervalSince1970),
-            ])
-    }
-
+    func saveKey(_ key: ContentKeyRecord) throws(StoreError)
     /// Changes an asset's key policy; false when there is no such asset.
-    public func setPolicy(asset id: String, denyKeysWhileCapturing: Bool, at date: Date) throws(StoreError) -> Bool {
-        try changed(
-            "UPDATE assets SET deny_keys_while_capturing = ?, updated_at = ? WHERE id = ?",
-            [.integer(denyKeysWhileCapturing ? 1 : 0), .real(date.timeIntervalSince1970), .text(id)])
-    }
-
+    func setPolicy(asset id: String, denyKeysWhileCapturing: Bool, at date: Date) throws(StoreError) -> Bool
     /// The asset with `id`, or nil.
-    public func asset(_ id: String) throws(StoreError) -> AssetRecord? {
-        try with { database throws(StoreError) in
-            try database.query("\(Self.assetColumns) WHERE id = ?", [.text(id)]).first.map(Self.asset(from:))
-        }
-    }
-
+    func asset(_ id: String) throws(StoreError) -> AssetRecord?
     /// Every asset, ordered by ID.
-    public func assets() throws(StoreError) -> [AssetRecord] {
-        try with { database throws(StoreError) in
-            try database.query("\(Self.assetColumns) ORDER BY id").map(Self.asset(from:))
-        }
-    }
-
+    func assets() throws(StoreError) -> [AssetRecord]
     /// Every content key, unwrapped; a key that does not open under this KEK is an error.
-    public func keys() throws(StoreError) -> [ContentKeyRecord] {
-        let rows = try with { database throws(StoreError) in
-            try database.query("SELECT kid, asset_id, wrapped, uri FROM content_keys ORDER BY kid").map {
-                KeyRow(kid: $0[0].text ?? "", assetID: $0[1].text ?? "", wrapped: $0[2].blob ?? [], uri: $0[3].text)
-            }
-        }
-        return try rows.map { row throws(StoreError) in
-            ContentKeyRecord(
-                kid: row.kid, assetID: row.assetID, key: try kek.unwrap(row.wrapped, kid: row.kid), uri: row.uri)
-        }
-    }
+    func keys() throws(StoreError) -> [ContentKeyRecord]
+    /// The content key `kid`, unwrapped, or nil.
+    func key(_ kid: String) throws(StoreError) -> ContentKeyRecord?
 
-    private struct KeyRow: Sendable {
-        let kid: String
-        let assetID: String
-        let wrapped: [UInt8]
-        let uri: String?
-    }
-
-    static let assetColumns = "SELECT id, directory, deny_keys_while_capturing, created_at, updated_at FROM assets"
-
-    static func asset(from row: [SQLValue]) -> AssetRecord {
-        AssetRecord(
-            id: row[0].text ?? "", directory: row[1].text ?? "", denyKeysWhileCapturing: row[2].integer == 1,
-            createdAt: date(row[3]), updatedAt: date(row[4]))
-    }
-}
-
-// MARK: - Sessions
-
-extension Store {
+    // Sessions.
     /// Stores a new session.
-    public func insertSession(_ session: SessionRecord) throws(StoreError) {
-        try with { database throws(StoreError) in
-            try database.query(
-                "INSERT INTO sessions (id, asset_id, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?)",
-                [
-                    .text(session.id), .text(session.assetID), .real(session.createdAt.timeIntervalSince1970),
-                    .real(session.expiresAt.timeIntervalSince1970), optionalDate(session.revokedAt),
-                ])
-        }
-    }
-
+    func insertSession(_ session: SessionRecord) throws(StoreError)
     /// Marks a session revoked; false when there is no such session or it was already revoked.
-    public func revokeSession(_ id: String, at date: Date) throws(StoreError) -> Bool {
-        try changed(
-            "UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-            [.real(date.timeIntervalSince1970), .text(id)])
-    }
-
+    func revokeSession(_ id: String, at date: Date) throws(StoreError) -> Bool
+    /// The session with `id`, or nil.
+    func session(_ id: String) throws(StoreError) -> SessionRecord?
     /// Sessions that have not expired by `date`, revoked ones included.
-    public func sessions(unexpiredAt date: Date) throws(StoreError) -> [SessionRecord] {
-        try with { database throws(StoreError) in
-            try database.query(
-                "SELECT id, asset_id, created_at, expires_at, revoked_at FROM sessions WHERE expires_at > ?",
-                [.real(date.timeIntervalSince1970)]
-            ).map { row in
-                SessionRecord(
-                    id: row[0].text ?? "", assetID: row[1].text ?? "", createdAt: Self.date(row[2]),
-                    expiresAt: Self.date(row[3]), revokedAt: row[4] == .null ? nil : Self.date(row[4]))
-            }
-        }
-    }
-
+    func sessions(unexpiredAt date: Date) throws(StoreError) -> [SessionRecord]
     /// Deletes sessions that expired before `date`; returns how many.
-    public func deleteSessions(expiredBefore date: Date) throws(StoreError) -> Int {
-        try with { database throws(StoreError) in
-            try database.query("DELETE FROM sessions WHERE expires_at <= ?", [.real(date.timeIntervalSince1970)])
-            return database.changes
-        }
-    }
-}
+    func deleteSessions(expiredBefore date: Date) throws(StoreError) -> Int
 
-// MARK: - API tokens
+    // Session events, for the nodes sharing a store (SQLite, which none share, keeps none).
+    /// Appends `event` with the session's next sequence number and tells listening nodes to look.
+    func appendSessionEvent(_ event: SessionEventRecord) throws(StoreError)
+    /// Up to `limit` events after `seq`, oldest first.
+    func sessionEvents(after seq: Int64, limit: Int) throws(StoreError) -> [SessionEventRecord]
+    /// The newest event's `seq`, or 0.
+    func latestSessionEventSeq() throws(StoreError) -> Int64
+    /// Calls `onNotify` on a thread of its own whenever another node may have appended events, and
+    /// once after every (re)connection so nothing missed meanwhile is lost; nil when no other node
+    /// shares the store.
+    func listen(_ onNotify: @escaping @Sendable () -> Void) -> StoreListener?
+
+    // API tokens.
+    /// Stores a new API token.
+    func insertToken(_ token: APITokenRecord) throws(StoreError)
+    /// The token with `id`, or nil.
+    func token(_ id: String) throws(StoreError) -> APITokenRecord?
+    /// Every token, oldest first.
+    func tokens() throws(StoreError) -> [APITokenRecord]
+    /// Marks a token revoked; false when there is no such live token.
+    func revokeToken(_ id: String, at date: Date) throws(StoreError) -> Bool
+
+    // Packaging jobs.
+    /// Stores `job`, unless a job with its idempotency key exists: then that job is returned.
+    func insertJob(_ job: JobRecord) throws(StoreError) -> JobInsertion
+    /// The job with `id`, or nil.
+    func job(_ id: String) throws(StoreError) -> JobRecord?
+    /// Up to `limit` jobs created before the job at `seq` (all when nil), newest first.
+    func jobs(before seq: Int64?, limit: Int) throws(StoreError) -> [JobRecord]
+    /// How many jobs are in each state.
+    func jobCounts() throws(StoreError) -> [JobState: Int]
+    /// Jobs in `state`, oldest first.
+    func jobs(in state: JobState) throws(StoreError) -> [JobRecord]
+    /// Marks the oldest queued job running, counting the attempt, and returns it; nil when none waits.
+    func claimNextJob(at date: Date) throws(StoreError) -> JobRecord?
+    /// Records a running job's progress.
+    func setJobProgress(_ id: String, progress: Double, at date: Date) throws(StoreError)
+    /// Moves a job that is not yet final to `state`; false when it was already final.
+    func finishJob(
+        _ id: String, state: JobState, error: String?, output: String?, at date: Date
+    ) throws(StoreError) -> Bool
+    /// Puts a running job back in the queue without counting against it; false when it was not running.
+    func requeueJob(_ id: String, at date: Date) throws(StoreError) -> Bool
+    /// Jobs left `running` by a process that died go back to `queued`, or to `failed` once they have
+    /// been started `maxAttempts` times. Returns the jobs it changed.
+    func recoverInterruptedJobs(maxAttempts: Int, at date: Date) throws(StoreError) -> [JobRecord]
+
+    // Audit.
+    /// Appends audit records in one transaction.
+    func appendAudit(_ records: [AuditRecord]) throws(StoreError)
+    /// The newest `limit` audit records, newest first.
+    func recentAudit(limit: Int) throws(StoreError) -> [AuditRecord]
+    /// How many audit records there are.
+    func auditCount() throws(StoreError) -> Int
+    /// Every refusal count, by minute, reason and address.
+    func refusalCounts() throws(StoreError) -> [AuditRefusalCount]
+}
 
 extension Store {
-    /// Stores a new API token.
-    public func insertToken(_ token: APITokenRecord) throws(StoreError) {
-        try with { database throws(StoreError) in
-            try database.query(
-                "INSERT INTO api_tokens (id, secret_hash, scopes, name, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    .text(token.id), .blob(token.secretHash), .text(token.scopes.joined(separator: ",")),
-                    .text(token.name), .real(token.createdAt.timeIntervalSince1970), optionalDate(token.revokedAt),
-                ])
-        }
+    /// Stores `asset` with no keys.
+    public func saveAsset(_ asset: AssetRecord) throws(StoreError) { try saveAsset(asset, keys: []) }
+
+    /// Moves a job that is not yet final to `state`, with no error or output.
+    public func finishJob(_ id: String, state: JobState, at date: Date) throws(StoreError) -> Bool {
+        try finishJob(id, state: state, error: nil, output: nil, at: date)
     }
 
-    /// The token with `id`, or nil.
-    public func token(_ id: String) throws(StoreError) -> APITokenRecord? {
-        try with { database throws(StoreError) in
-            try database.query("\(Self.tokenColumns) WHERE id = ?", [.text(id)]).first.map(Self.token(from:))
-        }
+    /// Moves a job that is not yet final to `state` with why it failed.
+    public func finishJob(_ id: String, state: JobState, error: String, at date: Date) throws(StoreError) -> Bool {
+        try finishJob(id, state: state, error: error, output: nil, at: date)
     }
 
-    /// Every token, oldest first.
-    public func tokens() throws(StoreError) -> [APITokenRecord] {
-        try with { database throws(StoreError) in
-            try database.query("\(Self.tokenColumns) ORDER BY created_at, id").map(Self.token(from:))
-        }
-    }
-
-    /// Marks a token revoked; false when there is no such live token.
-    public func revokeToken(_ id: String, at date: Date) throws(StoreError) -> Bool {
-        try changed(
-            "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-            [.real(date.timeIntervalSince1970), .text(id)])
-    }
-
-    static let tokenColumns = "SELECT id, secret_hash, scopes, name, created_at, revoked_at FROM api_tokens"
-
-    static func token(from row: [SQLValue]) -> APITokenRecord {
-        APITokenRecord(
-            id: row[0].text ?? "", secretHash: row[1].blob ?? [],
-            scopes: (row[2].text ?? "").split(separator: ",").map(String.init), name: row[3].text ?? "",
-            createdAt: date(row[4]), revokedAt: row[5] == .null ? nil : date(row[5]))
+    /// Moves a job that is not yet final to `state` with the directory it produced.
+    public func finishJob(_ id: String, state: JobState, output: String, at date: Date) throws(StoreError) -> Bool {
+        try finishJob(id, state: state, error: nil, output: output, at: date)
     }
 }
 
-// MARK: - Audit
+/// A running `listen`; `stop` ends it.
+public protocol StoreListener: Sendable {
+    /// Stops listening and waits for the listening thread to end.
+    func stop()
+}
 
 /// Where the audit log writes: the store, or in tests a writer that fails as a full disk would.
 public protocol AuditWriting: Sendable {
@@ -260,106 +138,42 @@ public protocol AuditWriting: Sendable {
     func pruneAudit(before date: Date) throws(StoreError) -> Int
 }
 
-extension Store: AuditWriting {
-    /// Appends audit records in one transaction.
-    public func appendAudit(_ records: [AuditRecord]) throws(StoreError) {
-        try appendAudit(records, refusals: [])
-    }
+/// Which database a store lives in: `--store`, `store =` in the configuration, or `GUARDPLAY_STORE`.
+public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
+    /// `guardplay.db` under the data directory.
+    case sqlite(directory: String)
+    /// A PostgreSQL database, by its `postgres://` or `postgresql://` URL.
+    case postgres(url: String)
 
-    /// Appends `records` and adds `refusals` to the counts of their minute, reason and address, in
-    /// one transaction.
-    public func appendAudit(_ records: [AuditRecord], refusals: [AuditRefusalCount]) throws(StoreError) {
-        guard !records.isEmpty || !refusals.isEmpty else { return }
-        try with { database throws(StoreError) in
-            try database.transaction { () throws(StoreError) in
-                try database.execute(
-                    """
-                    INSERT INTO audit (at, action, outcome, reason, asset_id, kid, session_id, remote)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                    rows: records.map { record in
-                        [
-                            .real(record.at.timeIntervalSince1970), .text(record.action), .text(record.outcome),
-                            optionalText(record.reason), optionalText(record.assetID), optionalText(record.kid),
-                            optionalText(record.sessionID), optionalText(record.remote),
-                        ]
-                    })
-                try database.execute(
-                    """
-                    INSERT INTO audit_refusals (minute, reason, remote, count) VALUES (?, ?, ?, ?)
-                    ON CONFLICT(minute, reason, remote) DO UPDATE SET count = count + excluded.count
-                    """,
-                    rows: refusals.map { refusal in
-                        [
-                            .real(refusal.minute.timeIntervalSince1970), .text(refusal.reason), .text(refusal.remote),
-                            .integer(Int64(refusal.count)),
-                        ]
-                    })
-            }
+    /// Reads an option's value: a PostgreSQL URL, or `sqlite` for the data directory's database.
+    public init(option value: String, dataDirectory: String) throws(StoreError) {
+        if value == "sqlite" {
+            self = .sqlite(directory: dataDirectory)
+        } else if value.hasPrefix("postgres://") || value.hasPrefix("postgresql://") {
+            self = .postgres(url: value)
+        } else {
+            throw StoreError(
+                operation: "store",
+                message: "'\(PostgresConnection.redacted(value))' is neither 'sqlite' nor a postgres:// or "
+                    + "postgresql:// URL")
         }
     }
 
-    /// Deletes audit records and refusal counts from before `date`; returns how many rows went.
-    public func pruneAudit(before date: Date) throws(StoreError) -> Int {
-        try with { database throws(StoreError) in
-            try database.transaction { () throws(StoreError) in
-                try database.query("DELETE FROM audit WHERE at < ?", [.real(date.timeIntervalSince1970)])
-                let records = database.changes
-                try database.query("DELETE FROM audit_refusals WHERE minute < ?", [.real(date.timeIntervalSince1970)])
-                return records + database.changes
-            }
-        }
-    }
-
-    /// The newest `limit` audit records, newest first.
-    public func recentAudit(limit: Int) throws(StoreError) -> [AuditRecord] {
-        try with { database throws(StoreError) in
-            try database.query(
-                "SELECT at, action, outcome, reason, asset_id, kid, session_id, remote FROM audit ORDER BY seq DESC LIMIT ?",
-                [.integer(Int64(limit))]
-            ).map { row in
-                AuditRecord(
-                    at: Self.date(row[0]), action: row[1].text ?? "", outcome: row[2].text ?? "", reason: row[3].text,
-                    assetID: row[4].text, kid: row[5].text, sessionID: row[6].text, remote: row[7].text)
-            }
-        }
-    }
-
-    /// How many audit records there are.
-    public func auditCount() throws(StoreError) -> Int {
-        try with { database throws(StoreError) in
-            Int(try database.query("SELECT count(*) FROM audit").first?.first?.integer ?? 0)
-        }
-    }
-
-    /// Every refusal count, by minute, reason and address.
-    public func refusalCounts() throws(StoreError) -> [AuditRefusalCount] {
-        try with { database throws(StoreError) in
-            try database.query(
-                "SELECT minute, reason, remote, count FROM audit_refusals ORDER BY minute, reason, remote"
-            )
-            .map { row in
-                AuditRefusalCount(
-                    minute: Self.date(row[0]), reason: row[1].text ?? "", remote: row[2].text ?? "",
-                    count: Int(row[3].integer ?? 0))
-            }
-        }
-    }
-
-    /// Bytes the database takes on disk: its file and its write-ahead log.
-    public var sizeInBytes: Int {
-        [path, path + "-wal"].reduce(0) { total, file in
-            var info = stat()
-            return total + (stat(file, &info) == 0 ? Int(info.st_size) : 0)
+    public var description: String {
+        switch self {
+        case .sqlite(let directory): "sqlite (\(directory))"
+        case .postgres(let url): PostgresConnection.redacted(url)
         }
     }
 }
 
-// MARK: - Helpers
-
-extension Store {
-    static func date(_ value: SQLValue) -> Date { Date(timeIntervalSince1970: value.real ?? 0) }
+extension StoreLocation {
+    /// Opens the store here, creating and migrating it as needed. A PostgreSQL database already used
+    /// with another KEK is refused.
+    public func open(kek: KeyEncryptionKey) throws(StoreError) -> any Store {
+        switch self {
+        case .sqlite(let directory): try SQLiteStore(directory: directory, kek: kek)
+        case .postgres(let url): try PostgresStore(url: url, kek: kek)
+        }
+    }
 }
-
-func optionalDate(_ date: Date?) -> SQLValue { date.map { .real($0.timeIntervalSince1970) } ?? .null }
-func optionalText(_ text: String?) -> SQLValue { text.map { .text($0) } ?? .null }

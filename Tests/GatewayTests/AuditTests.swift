@@ -9,11 +9,11 @@ import Testing
 
 /// An audit writer that fails, as a full disk does, until told to heal; then it writes to the store.
 final class FailingAuditWriter: AuditWriting {
-    let store: Store
+    let store: SQLiteStore
     let failing = Mutex(true)
     let attempts = Mutex(0)
 
-    init(store: Store) { self.store = store }
+    init(store: SQLiteStore) { self.store = store }
 
     func appendAudit(_ records: [AuditRecord], refusals: [AuditRefusalCount]) throws(StoreError) {
         attempts.withLock { $0 += 1 }
@@ -115,7 +115,7 @@ final class FailingAuditWriter: AuditWriting {
 
     @Test func keepsGrantingWithinItsQueueCapWhileTheStoreFailsAndLogsOnce() throws {
         let scratch = try Scratch()
-        let writer = FailingAuditWriter(store: try Store(directory: scratch.path + "/data", kek: testKEK))
+        let writer = FailingAuditWriter(store: try SQLiteStore(directory: scratch.path + "/data", kek: testKEK))
         let fixture = try GatewayFixture(auditWriter: writer) {
             $0.auditCapacity = 100
             $0.dataDirectory = scratch.path + "/data"
@@ -169,7 +169,7 @@ final class FailingAuditWriter: AuditWriting {
 
     @Test func answersReadyz503AndStillGrantsKeysOnALoopbackSocketWhileTheStoreFails() throws {
         let scratch = try Scratch()
-        let writer = FailingAuditWriter(store: try Store(directory: scratch.path + "/data", kek: testKEK))
+        let writer = FailingAuditWriter(store: try SQLiteStore(directory: scratch.path + "/data", kek: testKEK))
         let fixture = try GatewayFixture(auditWriter: writer) { $0.auditInterval = 0.05 }
         let gateway = fixture.gateway
         try gateway.start()

@@ -83,7 +83,7 @@ import Testing
         let (_, token) = try fixture.gateway.createSession(asset: "clip", ttl: nil)
         let reopened = try Gateway(
             configuration: fixture.gateway.configuration,
-            store: Store(directory: fixture.scratch.path + "/data", kek: testKEK),
+            store: SQLiteStore(directory: fixture.scratch.path + "/data", kek: testKEK),
             kek: testKEK, engine: nil, clock: fixture.clock, log: { _ in })
         #expect(reopened.deliverKey(kid: clipKID, token: token, remote: "") == .success(clipKey))
     }

@@ -78,7 +78,7 @@ func writePackagedAsset(in scratch: Scratch, directory: String, keyURI: String) 
 final class GatewayFixture {
     let scratch: Scratch
     let clock = ManualClock()
-    let store: Store
+    let store: SQLiteStore
     let gateway: Gateway
 
     init(
@@ -86,7 +86,7 @@ final class GatewayFixture {
         configure: (inout GatewayConfiguration) -> Void = { _ in }
     ) throws {
         scratch = try Scratch()
-        store = try Store(directory: scratch.path + "/data", kek: testKEK)
+        store = try SQLiteStore(directory: scratch.path + "/data", kek: testKEK)
         var configuration = GatewayConfiguration(
             dataDirectory: scratch.path + "/data", inputRoot: scratch.path + "/inputs",
             importRoots: [scratch.path + "/imports"])

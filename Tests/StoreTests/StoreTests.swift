@@ -1,21 +1,59 @@
 import Crypto
 import Foundation
+import PostgresTestSupport
 import Testing
 
 @testable import Store
 
-/// A fresh store in a temporary directory, removed when released. A test that takes `store` out of it
-/// keeps the holder alive to its end (`defer { withExtendedLifetime(temporary) {} }`): otherwise the
-/// holder may be released at once and remove the directory under the open store.
-final class TemporaryStore {
-    let directory: String
-    let kek: KeyEncryptionKey
-    let store: Store
+/// The two databases every store test runs against.
+enum Backend: String, CaseIterable, CustomTestStringConvertible {
+    case sqlite
+    case postgres
 
-    init(kek: KeyEncryptionKey? = nil) throws {
+    var testDescription: String { rawValue }
+}
+
+/// A fresh store: SQLite in a temporary directory, removed when released, or a new database of its
+/// own on the test process's PostgreSQL cluster. A test that takes `store` out of it keeps the holder
+/// alive to its end (`defer { withExtendedLifetime(temporary) {} }`): otherwise the holder may be
+/// released at once and remove the directory under the open store.
+final class TemporaryStore {
+    let backend: Backend
+    let directory: String
+    let url: String
+    let kek: KeyEncryptionKey
+    let store: SQLStore
+
+    init(_ backend: Backend = .sqlite, kek: KeyEncryptionKey? = nil) throws {
+        self.backend = backend
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)").path
+        url = backend == .postgres ? try PostgresCluster.shared.get().createDatabase() : ""
         self.kek = try kek ?? KeyEncryptionKey(bytes: SecureRandom.bytes(32))
-        store = try Store(directory: directory, kek: self.kek)
+        store = try Self.open(backend, directory: directory, url: url, kek: self.kek)
+    }
+
+    /// Opens the same database again, as a restarted process (or another node) would.
+    func reopen(kek: KeyEncryptionKey? = nil) throws -> SQLStore {
+        try Self.open(backend, directory: directory, url: url, kek: kek ?? self.kek)
+    }
+
+    /// Runs `sql` on the store's own connection, behind the store's back.
+    func execute(_ sql: String) throws {
+        try store.with { database throws(StoreError) in try database.execute(sql) }
+    }
+
+    /// The first column of the first row of `sql`.
+    func scalar(_ sql: String) throws -> SQLValue? {
+        try store.with { database throws(StoreError) in try database.query(sql).first?.first }
+    }
+
+    private static func open(
+        _ backend: Backend, directory: String, url: String, kek: KeyEncryptionKey
+    ) throws -> SQLStore {
+        switch backend {
+        case .sqlite: try SQLiteStore(directory: directory, kek: kek)
+        case .postgres: try PostgresStore(url: url, kek: kek)
+        }
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
@@ -32,77 +70,114 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
 @Suite struct StoreTests {
     @Test func opensInWALModeAtTheNewestSchemaAndReopens() throws {
         let temporary = try TemporaryStore()
-        #expect(try temporary.store.schemaVersion() == Migrations.all.count)
-        let mode = try temporary.store.with { (database: SQLiteConnection) throws(StoreError) in
-            try database.query("PRAGMA journal_mode").first?.first?.text
-        }
-        #expect(mode == "wal")
+        #expect(try temporary.store.schemaVersion() == SQLiteMigrations.all.count)
+        #expect(try temporary.scalar("PRAGMA journal_mode")?.text == "wal")
         try temporary.store.insertSession(
             SessionRecord(id: "s1", assetID: "clip", createdAt: epoch, expiresAt: epoch + 60))
-        let reopened = try Store(directory: temporary.directory, kek: temporary.kek)
+        let reopened = try SQLiteStore(directory: temporary.directory, kek: temporary.kek)
         #expect(try reopened.sessions(unexpiredAt: epoch).map(\.id) == ["s1"])
         #expect(try reopened.integrityCheck() == "ok")
     }
 
-    @Test func refusesADatabaseFromANewerBuild() throws {
-        let temporary = try TemporaryStore()
-        try temporary.store.with { (database: SQLiteConnection) throws(StoreError) in
-            try database.execute("PRAGMA user_version = 99")
+    @Test func opensPostgreSQLAtTheNewestSchemaAndReopens() throws {
+        let temporary = try TemporaryStore(.postgres)
+        #expect(try temporary.store.schemaVersion() == PostgresMigrations.all.count)
+        try temporary.store.insertSession(
+            SessionRecord(id: "s1", assetID: "clip", createdAt: epoch, expiresAt: epoch + 60))
+        let reopened = try temporary.reopen()
+        #expect(try reopened.schemaVersion() == PostgresMigrations.all.count)
+        #expect(try reopened.sessions(unexpiredAt: epoch).map(\.id) == ["s1"])
+        #expect(try reopened.session("s1")?.expiresAt == epoch + 60)
+        #expect(
+            try temporary.scalar("SELECT count(*) FROM guardplay_schema")?.integer
+                == Int64(PostgresMigrations.all.count))
+        #expect(temporary.store.sizeInBytes > 0)
+    }
+
+    @Test(arguments: Backend.allCases) func refusesADatabaseFromANewerBuild(_ backend: Backend) throws {
+        let temporary = try TemporaryStore(backend)
+        switch backend {
+        case .sqlite: try temporary.execute("PRAGMA user_version = 99")
+        case .postgres: try temporary.execute("INSERT INTO guardplay_schema (version) VALUES (99)")
         }
         #expect {
-            _ = try Store(directory: temporary.directory, kek: temporary.kek)
+            _ = try temporary.reopen()
         } throws: { error in
             "\(error)".contains("schema version 99, newer than this build knows")
         }
     }
 
-    @Test func wrapsContentKeysUnderTheKEKAndBindsThemToTheirKID() throws {
-        let temporary = try TemporaryStore()
+    @Test(arguments: Backend.allCases) func wrapsContentKeysUnderTheKEKAndBindsThemToTheirKID(_ backend: Backend) throws
+    {
+        let temporary = try TemporaryStore(backend)
         let key = try SecureRandom.bytes(16)
+        let record = ContentKeyRecord(
+            kid: "00112233445566778899aabbccddeeff", assetID: "clip", key: key, uri: "key.bin")
         try temporary.store.saveAsset(
             AssetRecord(
                 id: "clip", directory: "/srv/clip", denyKeysWhileCapturing: true, createdAt: epoch, updatedAt: epoch),
-            keys: [ContentKeyRecord(kid: "00112233445566778899aabbccddeeff", assetID: "clip", key: key, uri: "key.bin")]
-        )
-        #expect(
-            try temporary.store.keys() == [
-                ContentKeyRecord(kid: "00112233445566778899aabbccddeeff", assetID: "clip", key: key, uri: "key.bin")
-            ])
+            keys: [record])
+        #expect(try temporary.store.keys() == [record])
+        #expect(try temporary.store.key(record.kid) == record)
+        #expect(try temporary.store.key("ffeeddccbbaa99887766554433221100") == nil)
         #expect(try temporary.store.asset("clip")?.denyKeysWhileCapturing == true)
 
-        let stored = try temporary.store.with { (database: SQLiteConnection) throws(StoreError) in
-            try database.query("SELECT wrapped FROM content_keys").first?.first?.blob
-        }
-        let wrapped = try #require(stored)
+        let wrapped = try #require(try temporary.scalar("SELECT wrapped FROM content_keys")?.blob)
         #expect(wrapped.count == AESGCM.nonceSize + 16 + AESGCM.tagSize)
         #expect(!wrapped.indices.dropLast(15).contains { Array(wrapped[$0..<$0 + 16]) == key })
 
         // Moving the wrapped key to another kid breaks it.
-        try temporary.store.with { (database: SQLiteConnection) throws(StoreError) in
-            try database.execute("UPDATE content_keys SET kid = 'ffeeddccbbaa99887766554433221100'")
-        }
+        try temporary.execute("UPDATE content_keys SET kid = 'ffeeddccbbaa99887766554433221100'")
         #expect { try temporary.store.keys() } throws: { "\($0)".contains("does not open") }
 
-        // A different KEK cannot open it either.
+        // Saving a key again replaces it.
         try temporary.store.saveKey(ContentKeyRecord(kid: "0123", assetID: "clip", key: key))
-        let other = try Store(directory: temporary.directory, kek: KeyEncryptionKey(bytes: SecureRandom.bytes(32)))
-        #expect { try other.keys() } throws: { "\($0)".contains("wrong key-encryption key") }
+        try temporary.store.saveKey(ContentKeyRecord(kid: "0123", assetID: "clip", key: Array(key.reversed())))
+        #expect(try temporary.store.key("0123")?.key == Array(key.reversed()))
+        if backend == .sqlite {
+            // A different KEK cannot open it either (PostgreSQL refuses such a node at once: see below).
+            let other = try temporary.reopen(kek: KeyEncryptionKey(bytes: SecureRandom.bytes(32)))
+            #expect { try other.keys() } throws: { "\($0)".contains("wrong key-encryption key") }
+        }
     }
 
-    @Test func prefixesSQLiteErrorsWithTheOperationAndSQLiteText() throws {
-        let temporary = try TemporaryStore()
+    @Test func refusesAPostgreSQLNodeWithAnotherKEK() throws {
+        let temporary = try TemporaryStore(.postgres)
+        try temporary.store.saveKey(ContentKeyRecord(kid: "0123", assetID: "clip", key: SecureRandom.bytes(16)))
+        #expect {
+            _ = try temporary.reopen(kek: KeyEncryptionKey(bytes: SecureRandom.bytes(32)))
+        } throws: { error in
+            "\(error)".contains("this node's key-encryption key is not the one the database's keys are wrapped under")
+        }
+        // The check value is an HMAC under the KEK, never the KEK.
+        let check = try #require(try temporary.scalar("SELECT value FROM guardplay_kek_check")?.blob)
+        #expect(check.count == 32 && check != temporary.kek.bytes)
+        #expect(try temporary.reopen().key("0123") != nil)
+    }
+
+    @Test(arguments: Backend.allCases) func prefixesErrorsWithTheOperationAndTheDatabasesText(_ backend: Backend) throws
+    {
+        let temporary = try TemporaryStore(backend)
         let session = SessionRecord(id: "dup", assetID: "clip", createdAt: epoch, expiresAt: epoch + 60)
         try temporary.store.insertSession(session)
         #expect {
             try temporary.store.insertSession(session)
         } throws: { error in
             let text = "\(error)"
-            return text.hasPrefix("sqlite3_step(INSERT INTO sessions") && text.contains("UNIQUE constraint failed")
+            return switch backend {
+            case .sqlite:
+                text.hasPrefix("sqlite3_step(INSERT INTO sessions") && text.contains("UNIQUE constraint failed")
+            case .postgres:
+                text.hasPrefix("PQexecParams(INSERT INTO sessions")
+                    && text.contains("duplicate key value violates unique constraint")
+                    && text.contains("SQLSTATE 23505")
+                    && !(error as? StoreError)!.isUnavailable
+            }
         }
     }
 
-    @Test func revokesSessionsOnceAndForgetsExpiredOnes() throws {
-        let temporary = try TemporaryStore()
+    @Test(arguments: Backend.allCases) func revokesSessionsOnceAndForgetsExpiredOnes(_ backend: Backend) throws {
+        let temporary = try TemporaryStore(backend)
         let store = temporary.store
         try store.insertSession(SessionRecord(id: "a", assetID: "clip", createdAt: epoch, expiresAt: epoch + 60))
         try store.insertSession(SessionRecord(id: "b", assetID: "clip", createdAt: epoch, expiresAt: epoch + 10))
@@ -115,8 +190,8 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         #expect(try store.sessions(unexpiredAt: epoch).map(\.id) == ["a"])
     }
 
-    @Test func storesTokensHashedAndRevokesThem() throws {
-        let temporary = try TemporaryStore()
+    @Test(arguments: Backend.allCases) func storesTokensHashedAndRevokesThem(_ backend: Backend) throws {
+        let temporary = try TemporaryStore(backend)
         let record = APITokenRecord(
             id: "abc", secretHash: Digest.sha256(Array("secret".utf8)), scopes: ["control", "package"], name: "ci",
             createdAt: epoch)
@@ -127,8 +202,8 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         #expect(try temporary.store.tokens().count == 1)
     }
 
-    @Test func returnsTheSameJobForARepeatedIdempotencyKey() throws {
-        let temporary = try TemporaryStore()
+    @Test(arguments: Backend.allCases) func returnsTheSameJobForARepeatedIdempotencyKey(_ backend: Backend) throws {
+        let temporary = try TemporaryStore(backend)
         guard case .created(let first) = try temporary.store.insertJob(job("j1", key: "k")) else {
             Issue.record("first insert did not create")
             return
@@ -141,8 +216,8 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         }
     }
 
-    @Test func claimsJobsInOrderAndNeverOverwritesAFinalState() throws {
-        let temporary = try TemporaryStore()
+    @Test(arguments: Backend.allCases) func claimsJobsInOrderAndNeverOverwritesAFinalState(_ backend: Backend) throws {
+        let temporary = try TemporaryStore(backend)
         defer { withExtendedLifetime(temporary) {} }
         let store = temporary.store
         _ = try store.insertJob(job("j1"))
@@ -158,22 +233,31 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         #expect(try store.claimNextJob(at: epoch + 6) == nil)
     }
 
-    @Test func requeuesInterruptedJobsUntilTheirAttemptsRunOut() throws {
-        let temporary = try TemporaryStore()
+    @Test(arguments: Backend.allCases) func requeuesInterruptedJobsUntilTheirAttemptsRunOut(_ backend: Backend) throws {
+        let temporary = try TemporaryStore(backend)
         defer { withExtendedLifetime(temporary) {} }
         let store = temporary.store
+        // On PostgreSQL a job is left only once its lease has run out by the database's clock; until
+        // then another node may be running it.
+        let lapse = { () throws in
+            guard backend == .postgres else { return }
+            #expect(try store.recoverInterruptedJobs(maxAttempts: 2, at: epoch).isEmpty)
+            try temporary.execute("UPDATE packaging_jobs SET lease_expires_at = extract(epoch FROM now()) - 1")
+        }
         _ = try store.insertJob(job("j1"))
         _ = try store.claimNextJob(at: epoch)
+        try lapse()
         #expect(try store.recoverInterruptedJobs(maxAttempts: 2, at: epoch + 1).map(\.state) == [.queued])
         _ = try store.claimNextJob(at: epoch + 2)
+        try lapse()
         let failed = try store.recoverInterruptedJobs(maxAttempts: 2, at: epoch + 3)
         #expect(failed.map(\.state) == [.failed])
         #expect(failed.first?.error == "interrupted by a restart after 2 attempts")
         #expect(try store.jobs(in: .running).isEmpty)
     }
 
-    @Test func pagesJobsNewestFirst() throws {
-        let temporary = try TemporaryStore()
+    @Test(arguments: Backend.allCases) func pagesJobsNewestFirst(_ backend: Backend) throws {
+        let temporary = try TemporaryStore(backend)
         defer { withExtendedLifetime(temporary) {} }
         let store = temporary.store
         for index in 1...5 { _ = try store.insertJob(job("j\(index)")) }
@@ -184,8 +268,8 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         #expect(try store.jobs(before: second.last?.seq, limit: 2).map(\.id) == ["j1"])
     }
 
-    @Test func appendsAuditRecordsInBatches() throws {
-        let temporary = try TemporaryStore()
+    @Test(arguments: Backend.allCases) func appendsAuditRecordsInBatches(_ backend: Backend) throws {
+        let temporary = try TemporaryStore(backend)
         defer { withExtendedLifetime(temporary) {} }
         let store = temporary.store
         let records = (0..<250).map { (index: Int) -> AuditRecord in
@@ -199,8 +283,8 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         #expect(try store.recentAudit(limit: 1) == [records[249]])
     }
 
-    @Test func addsRefusalCountsUpPerMinuteAndPrunesBoth() throws {
-        let temporary = try TemporaryStore()
+    @Test(arguments: Backend.allCases) func addsRefusalCountsUpPerMinuteAndPrunesBoth(_ backend: Backend) throws {
+        let temporary = try TemporaryStore(backend)
         defer { withExtendedLifetime(temporary) {} }
         let store = temporary.store
         let minute = epoch
@@ -224,11 +308,9 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
     @Test func upgradesAVersion1DatabaseKeepingItsAuditRows() throws {
         let temporary = try TemporaryStore()
         try temporary.store.appendAudit([AuditRecord(at: epoch, action: "key", outcome: "granted")])
-        try temporary.store.with { (database: SQLiteConnection) throws(StoreError) in
-            try database.execute("DROP TABLE audit_refusals; DROP INDEX audit_by_time; PRAGMA user_version = 1")
-        }
-        let reopened = try Store(directory: temporary.directory, kek: temporary.kek)
-        #expect(try reopened.schemaVersion() == Migrations.all.count)
+        try temporary.execute("DROP TABLE audit_refusals; DROP INDEX audit_by_time; PRAGMA user_version = 1")
+        let reopened = try temporary.reopen()
+        #expect(try reopened.schemaVersion() == SQLiteMigrations.all.count)
         #expect(try reopened.auditCount() == 1)
         try reopened.appendAudit([], refusals: [AuditRefusalCount(minute: epoch, reason: "r", remote: "a", count: 1)])
         #expect(try reopened.refusalCounts().count == 1)

@@ -8,7 +8,7 @@ public enum JobInsertion: Sendable, Equatable {
     case existing(JobRecord)
 }
 
-extension Store {
+extension SQLStore {
     /// Stores `job`, unless a job with its idempotency key exists: then that job is returned.
     public func insertJob(_ job: JobRecord) throws(StoreError) -> JobInsertion {
         try with { database throws(StoreError) in
@@ -74,15 +74,22 @@ extension Store {
     }
 
     /// Marks the oldest queued job running, counting the attempt, and returns it; nil when none waits.
+    /// On PostgreSQL the row is locked with `FOR UPDATE SKIP LOCKED`, so two nodes never claim one
+    /// job, and the claim takes a lease (`jobLease` seconds, from the database's clock) that
+    /// `setJobProgress` renews.
     public func claimNextJob(at date: Date) throws(StoreError) -> JobRecord? {
         try with { database throws(StoreError) in
             try database.transaction { () throws(StoreError) -> JobRecord? in
+                let lock = dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
                 guard
-                    let row = try database.query("\(Self.jobColumns) WHERE state = 'queued' ORDER BY seq LIMIT 1").first
+                    let row = try database.query(
+                        "\(Self.jobColumns) WHERE state = 'queued' ORDER BY seq LIMIT 1\(lock)"
+                    ).first
                 else { return nil }
                 let job = Self.job(from: row)
                 try database.query(
-                    "UPDATE packaging_jobs SET state = 'running', attempts = attempts + 1, progress = 0, updated_at = ? WHERE id = ?",
+                    "UPDATE packaging_jobs SET state = 'running', attempts = attempts + 1, progress = 0, updated_at = ?"
+                        + "\(leaseRenewal) WHERE id = ?",
                     [.real(date.timeIntervalSince1970), .text(job.id)])
                 return try database.query("\(Self.jobColumns) WHERE id = ?", [.text(job.id)]).first.map(Self.job(from:))
             }
@@ -93,14 +100,14 @@ extension Store {
     public func setJobProgress(_ id: String, progress: Double, at date: Date) throws(StoreError) {
         try with { database throws(StoreError) in
             try database.query(
-                "UPDATE packaging_jobs SET progress = ?, updated_at = ? WHERE id = ? AND state = 'running'",
+                "UPDATE packaging_jobs SET progress = ?, updated_at = ?\(leaseRenewal) WHERE id = ? AND state = 'running'",
                 [.real(progress), .real(date.timeIntervalSince1970), .text(id)])
         }
     }
 
     /// Moves a job that is not yet final to `state`; false when it was already final (cancelled, say).
     public func finishJob(
-        _ id: String, state: JobState, error: String? = nil, output: String? = nil, at date: Date
+        _ id: String, state: JobState, error: String?, output: String?, at date: Date
     ) throws(StoreError) -> Bool {
         try changed(
             """
@@ -118,16 +125,22 @@ extension Store {
     /// interrupted it); false when it was not running.
     public func requeueJob(_ id: String, at date: Date) throws(StoreError) -> Bool {
         try changed(
-            "UPDATE packaging_jobs SET state = 'queued', progress = 0, attempts = max(attempts - 1, 0), updated_at = ? WHERE id = ? AND state = 'running'",
+            "UPDATE packaging_jobs SET state = 'queued', progress = 0, attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at = ? WHERE id = ? AND state = 'running'",
             [.real(date.timeIntervalSince1970), .text(id)])
     }
 
     /// After a restart: jobs left `running` by a process that died go back to `queued`, or to
-    /// `failed` once they have been started `maxAttempts` times. Returns the jobs it changed.
+    /// `failed` once they have been started `maxAttempts` times. Returns the jobs it changed. On
+    /// PostgreSQL, where other nodes run jobs too, only jobs whose lease has run out by the
+    /// database's clock count as left.
     public func recoverInterruptedJobs(maxAttempts: Int, at date: Date) throws(StoreError) -> [JobRecord] {
         try with { database throws(StoreError) in
             try database.transaction { () throws(StoreError) -> [JobRecord] in
-                let stuck = try database.query("\(Self.jobColumns) WHERE state = 'running'").map(Self.job(from:))
+                let lapsed =
+                    dialect == .postgres
+                    ? " AND lease_expires_at < extract(epoch FROM now()) FOR UPDATE SKIP LOCKED" : ""
+                let stuck = try database.query("\(Self.jobColumns) WHERE state = 'running'\(lapsed)").map(
+                    Self.job(from:))
                 for job in stuck {
                     if job.attempts >= maxAttempts {
                         try database.query(
@@ -150,6 +163,15 @@ extension Store {
                 return changed
             }
         }
+    }
+
+    /// How long a PostgreSQL job claim lasts without a renewal.
+    static let jobLease = 30
+
+    /// The assignment that renews a job's lease on PostgreSQL; nothing on SQLite, whose one process
+    /// owns every job.
+    var leaseRenewal: String {
+        dialect == .postgres ? ", lease_expires_at = extract(epoch FROM now()) + \(Self.jobLease)" : ""
     }
 
     static let jobColumns = """

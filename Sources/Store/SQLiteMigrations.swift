@@ -1,7 +1,7 @@
 /// The schema, one migration per version. A database's `PRAGMA user_version` says how many have been
 /// applied; each runs in its own transaction, so a crash leaves the database at one version or the
 /// next, never between.
-enum Migrations {
+enum SQLiteMigrations {
     static let all: [String] = [
         """
         CREATE TABLE assets (

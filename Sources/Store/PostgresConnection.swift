@@ -1,0 +1,250 @@
+internal import CLibPQ
+import Crypto
+import Foundation
+
+/// Owner of one libpq connection (`PQconnectdb`, closed with `PQfinish` in `deinit`). A lost
+/// connection is reopened (`PQreset`) by the next call; until the server answers again every call
+/// throws a `StoreError` with `isUnavailable` set.
+///
+/// Not Sendable on purpose: a connection has one owner at a time; the store keeps it behind a mutex.
+final class PostgresConnection {
+    private let handle: OpaquePointer
+    /// The connection string without its password, for messages.
+    let location: String
+    /// Rows changed by the last command (`PQcmdTuples`).
+    private(set) var changes = 0
+
+    /// Connects to `url`, a `postgres://` or `postgresql://` URI or a libpq key/value string.
+    init(url: String) throws(StoreError) {
+        location = Self.redacted(url)
+        // A node must not hang on a database that does not answer: the connect is bounded (unless
+        // the URL says otherwise, since it comes later and overrides) and so is each statement.
+        let keywords: [UnsafeMutablePointer<CChar>?] = [strdup("connect_timeout"), strdup("dbname"), nil]
+        let values: [UnsafeMutablePointer<CChar>?] = [strdup("3"), strdup(url), nil]
+        defer { for pointer in keywords + values { free(pointer) } }
+        let opened = keywords.withUnsafeBufferPointer { keywordBuffer in
+            values.withUnsafeBufferPointer { valueBuffer in
+                keywordBuffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { keywordPointers in
+                    valueBuffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { valuePointers in
+                        PQconnectdbParams(keywordPointers.baseAddress, valuePointers.baseAddress, 1)
+                    }
+                }
+            }
+        }
+        guard let handle = opened else {
+            throw StoreError(operation: "PQconnectdb(\(location))", message: "out of memory", isUnavailable: true)
+        }
+        self.handle = handle
+        guard PQstatus(handle) == CONNECTION_OK else {
+            throw StoreError(
+                operation: "PQconnectdb(\(location))", message: Self.text(PQerrorMessage(handle)),
+                isUnavailable: true)
+        }
+        try execute("SET client_min_messages = warning; SET statement_timeout = '10s'")
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// Whether the connection is up (`PQstatus`).
+    var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// Reopens a lost connection (`PQreset`); throws while the server cannot be reached.
+    func reconnectIfNeeded() throws(StoreError) {
+        guard !isConnected else { return }
+        PQreset(handle)
+        guard isConnected else {
+            throw StoreError(
+                operation: "PQreset(\(location))", message: Self.text(PQerrorMessage(handle)), isUnavailable: true)
+        }
+        try execute("SET client_min_messages = warning; SET statement_timeout = '10s'")
+    }
+
+    /// Runs one or more statements that take no parameters (`PQexec`).
+    func execute(_ sql: String) throws(StoreError) {
+        try reconnectIfNeeded()
+        let result = PQexec(handle, sql)
+        defer { PQclear(result) }
+        _ = try check(result, operation: "PQexec(\(summary(sql)))")
+    }
+
+    /// Runs `sql` with `values` bound to its `?` placeholders in order (numbered `$1…` for the server)
+    /// and returns every row (`PQexecParams`, text results).
+    @discardableResult
+    func query(_ sql: String, _ values: [SQLValue] = []) throws(StoreError) -> [[SQLValue]] {
+        try reconnectIfNeeded()
+        let numbered = Self.numbered(sql)
+        // Each parameter is copied into memory of its own, freed after the call: text and numbers in
+        // text format, blobs in binary format with their length.
+        var pointers: [UnsafeMutablePointer<CChar>?] = []
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
+        defer { for pointer in pointers { free(pointer) } }
+        for value in values {
+            switch value {
+            case .null:
+                pointers.append(nil)
+                lengths.append(0)
+                formats.append(0)
+            case .integer(let number): Self.appendText(String(number), to: &pointers, &lengths, &formats)
+            case .real(let number): Self.appendText("\(number)", to: &pointers, &lengths, &formats)
+            case .text(let text): Self.appendText(text, to: &pointers, &lengths, &formats)
+            case .blob(let bytes):
+                let pointer = malloc(max(bytes.count, 1))!.assumingMemoryBound(to: CChar.self)
+                bytes.withUnsafeBytes { raw in
+                    if let base = raw.baseAddress { memcpy(pointer, base, raw.count) }
+                }
+                pointers.append(pointer)
+                lengths.append(Int32(bytes.count))
+                formats.append(1)
+            }
+        }
+        let result = pointers.withUnsafeBufferPointer { pointerBuffer in
+            pointerBuffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { constPointers in
+                PQexecParams(
+                    handle, numbered, Int32(values.count), nil, constPointers.baseAddress, lengths, formats, 0)
+            }
+        }
+        defer { PQclear(result) }
+        guard let result = try check(result, operation: "PQexecParams(\(summary(sql)))") else { return [] }
+        changes = Int(String(cString: PQcmdTuples(result))) ?? 0
+        let columns = PQnfields(result)
+        return (0..<PQntuples(result)).map { row in
+            (0..<columns).map { column in Self.value(result, row: row, column: column) }
+        }
+    }
+
+    /// Waits up to `timeout` seconds for notifications on the channels this connection LISTENs to
+    /// (`poll` on `PQsocket`, then `PQconsumeInput` and `PQnotifies`); returns how many arrived.
+    /// Throws when the connection is lost.
+    func waitForNotifications(timeout: Double) throws(StoreError) -> Int {
+        let socket = PQsocket(handle)
+        guard socket >= 0, isConnected else {
+            throw StoreError(operation: "PQsocket(\(location))", message: "no connection", isUnavailable: true)
+        }
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&descriptor, 1, Int32(timeout * 1000))
+        if ready > 0 {
+            guard PQconsumeInput(handle) == 1 else {
+                throw StoreError(
+                    operation: "PQconsumeInput(\(location))", message: Self.text(PQerrorMessage(handle)),
+                    isUnavailable: true)
+            }
+        }
+        var count = 0
+        while let notification = PQnotifies(handle) {
+            // PQnotifies hands over the struct; PQfreemem frees it with its strings.
+            PQfreemem(notification)
+            count += 1
+        }
+        guard isConnected else {
+            throw StoreError(operation: "PQconsumeInput(\(location))", message: "connection lost", isUnavailable: true)
+        }
+        return count
+    }
+
+    /// Runs `sql` once per element of `rows`, each with its values bound.
+    func execute(_ sql: String, rows: [[SQLValue]]) throws(StoreError) {
+        for values in rows { try query(sql, values) }
+    }
+
+    /// Runs `body` inside `BEGIN … COMMIT`, rolling back when it throws.
+    func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        try execute("BEGIN")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            if isConnected { try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// The server's answer to a command, or the error it carried; nil for a command without rows.
+    private func check(_ result: OpaquePointer?, operation: String) throws(StoreError) -> OpaquePointer? {
+        guard let result else {
+            throw StoreError(operation: operation, message: Self.text(PQerrorMessage(handle)), isUnavailable: true)
+        }
+        switch PQresultStatus(result) {
+        case PGRES_TUPLES_OK: return result
+        case PGRES_COMMAND_OK:
+            changes = Int(String(cString: PQcmdTuples(result))) ?? 0
+            return nil
+        default:
+            let state = PQresultErrorField(result, clibpq_diag_sqlstate()).map { String(cString: $0) } ?? ""
+            let message = Self.text(PQresultErrorMessage(result))
+            // Class 08 is a connection failure; 57P0x the server shutting down or starting up.
+            let unavailable = state.hasPrefix("08") || state.hasPrefix("57P") || !isConnected
+            throw StoreError(
+                operation: operation, message: state.isEmpty ? message : "\(message) (SQLSTATE \(state))",
+                isUnavailable: unavailable)
+        }
+    }
+
+    /// `sql` with each `?` outside a quoted string or identifier replaced by `$1`, `$2`, ….
+    static func numbered(_ sql: String) -> String {
+        var output = ""
+        var count = 0
+        var quote: Character?
+        for character in sql {
+            if let open = quote {
+                if character == open { quote = nil }
+                output.append(character)
+            } else if character == "'" || character == "\"" {
+                quote = character
+                output.append(character)
+            } else if character == "?" {
+                count += 1
+                output += "$\(count)"
+            } else {
+                output.append(character)
+            }
+        }
+        return output
+    }
+
+    private static func appendText(
+        _ text: String, to pointers: inout [UnsafeMutablePointer<CChar>?], _ lengths: inout [Int32],
+        _ formats: inout [Int32]
+    ) {
+        pointers.append(strdup(text))
+        lengths.append(0)
+        formats.append(0)
+    }
+
+    /// One column of one row, by the column's type: integers, floats, booleans (as 1 or 0) and
+    /// `bytea` (hex text) are decoded; everything else is text.
+    private static func value(_ result: OpaquePointer, row: Int32, column: Int32) -> SQLValue {
+        guard PQgetisnull(result, row, column) == 0, let raw = PQgetvalue(result, row, column) else { return .null }
+        let text = String(cString: raw)
+        switch PQftype(result, column) {
+        case 20, 21, 23: return Int64(text).map { .integer($0) } ?? .null
+        case 700, 701, 1700: return Double(text).map { .real($0) } ?? .null
+        case 16: return .integer(text == "t" ? 1 : 0)
+        case 17: return [UInt8](hex: String(text.dropFirst(2))).map { .blob($0) } ?? .blob([])
+        default: return .text(text)
+        }
+    }
+
+    private static func text(_ pointer: UnsafeMutablePointer<CChar>?) -> String {
+        guard let pointer else { return "" }
+        return String(cString: pointer).trimmingCharacters(in: .whitespacesAndNewlines)
+            .split(separator: "\n").joined(separator: "; ")
+    }
+
+    /// `url` with any password replaced by `***`.
+    static func redacted(_ url: String) -> String {
+        if let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@") {
+            let credentials = url[scheme.upperBound..<at]
+            if let colon = credentials.firstIndex(of: ":") {
+                return String(url[..<colon]) + ":***" + String(url[at...])
+            }
+        }
+        return url.replacingOccurrences(of: #"password=\S+"#, with: "password=***", options: .regularExpression)
+    }
+}
+
+extension PostgresConnection: SQLConnection {}
+
+@available(*, unavailable, message: "a PostgreSQL connection has one owner at a time")
+extension PostgresConnection: Sendable {}
