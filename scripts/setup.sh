@@ -28,6 +28,9 @@ packages=(
     qrencode zbar-tools
     # A real X server with several RandR outputs (Xorg's dummy driver) for the mirror detector's test
     xserver-xorg-core xserver-xorg-video-dummy
+    # make dist and its tests: readelf and strip, man-db to render the man page, zsh to load its
+    # completion, debootstrap for the bare Debian root the .deb is installed into
+    binutils man-db zsh debootstrap
 )
 
 missing=()

@@ -11,7 +11,7 @@ enum GuardPlay {
                guard-play catalogue DIR --out OUT   package and verify every media file under DIR
                guard-play serve [options]           run the gateway
                guard-play tokens create --scope S   create an API token
-               guard-play help | --version
+               guard-play help [COMMAND | --man] | --version | --completion bash|zsh
         """
 
     static func main(_ arguments: [String]) -> Int32 {
@@ -21,7 +21,17 @@ enum GuardPlay {
                 throw CLIError(.usage, "no input file\n\(usage)")
             case "help", "-h", "--help":
                 let topic = arguments.dropFirst().first
+                if topic == "--man" {
+                    print(ManPage.render(), terminator: "")
+                    return ExitCode.success.rawValue
+                }
                 print(helpText(for: topic))
+                return ExitCode.success.rawValue
+            case "--completion":
+                guard arguments.count == 2, let script = ShellCompletion.script(for: arguments[1]) else {
+                    throw CLIError(.usage, "--completion takes one shell: bash or zsh")
+                }
+                print(script, terminator: "")
                 return ExitCode.success.rawValue
             case "--version", "version":
                 print("guard-play \(version)")

@@ -16,6 +16,7 @@ enum ServeCommand {
         jobs, with its state in a SQLite database under --data or in PostgreSQL (--store).
 
         options (each may also be a `key = value` line in --config FILE):
+          --config FILE           read options from FILE, `key = value` lines (the command line wins)
           --listen HOST:PORT      address to listen on (default 127.0.0.1:8080; port 0 picks one)
           --data DIR              database, KEK file and packaged assets (default ./guard-data)
           --store URL             keep the state in PostgreSQL at URL (postgres://USER@HOST/DB), shared by
@@ -52,9 +53,11 @@ enum ServeCommand {
           --check-config          check the configuration and exit
         """
 
+    /// The configuration's options and `--check-config`.
+    static let options = ServeConfiguration.options + [Arguments.Option("check-config", .flag)]
+
     static func run(_ arguments: [String]) throws(CLIError) -> ExitCode {
-        let parsed = try Arguments(
-            arguments, options: ServeConfiguration.options + [Arguments.Option("check-config", .flag)])
+        let parsed = try Arguments(arguments, options: options)
         guard parsed.positionals.isEmpty else {
             throw CLIError(.usage, "serve takes no arguments, got '\(parsed.positionals[0])'")
         }

@@ -12,12 +12,20 @@ enum TokensCommand {
         API tokens authorise the gateway's control routes. SCOPES is a comma-separated list of control,
         package and admin (admin allows everything). `create` prints the token once, on standard output;
         only a hash of it is stored.
+
+          --scope SCOPES     create: the token's scopes
+          --name NAME        create: a label for it, up to 100 ASCII characters (default token)
+          --data DIR         the gateway's data directory (default ./guard-data)
+          --kek-file FILE    its key-encryption key file (default as for serve)
+          --config FILE      the gateway's configuration file, for its data directory and KEK file
+        Every other `serve` option is accepted too, and ignored.
         """
 
+    /// The gateway's options (for its store) and the token's own.
+    static let options = ServeConfiguration.options + [Arguments.Option("scope"), Arguments.Option("name")]
+
     static func run(_ arguments: [String]) throws(CLIError) -> ExitCode {
-        let parsed = try Arguments(
-            arguments,
-            options: ServeConfiguration.options + [Arguments.Option("scope"), Arguments.Option("name")])
+        let parsed = try Arguments(arguments, options: options)
         guard let action = parsed.positionals.first else {
             throw CLIError(.usage, "tokens needs an action: create, list or revoke\n\(help)")
         }
