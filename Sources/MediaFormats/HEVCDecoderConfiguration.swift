@@ -1,18 +1,8 @@
 /// An `HEVCDecoderConfigurationRecord`, the body of an `hvcC` box (ISO/IEC 14496-15 §8.3.3): the
 /// profile, tier and level, the picture format and the parameter set NAL units, in arrays by type.
 public struct HEVCDecoderConfiguration: Sendable, Equatable {
-    /// `general_profile_space`.
-    public var profileSpace: UInt8
-    /// `general_tier_flag`.
-    public var highTier: Bool
-    /// `general_profile_idc`.
-    public var profileIDC: UInt8
-    /// `general_profile_compatibility_flags`.
-    public var compatibilityFlags: UInt32
-    /// `general_constraint_indicator_flags`, six bytes.
-    public var constraintFlags: [UInt8]
-    /// `general_level_idc`.
-    public var levelIDC: UInt8
+    /// The general profile, tier and level (sub-layer fields are not carried).
+    public var profileTierLevel: HEVCProfileTierLevel
     /// `min_spatial_segmentation_idc`.
     public var minSpatialSegmentation: Int
     /// `parallelismType`: 0 mixed or unknown, 1 slices, 2 tiles, 3 wavefront.
@@ -38,13 +28,7 @@ public struct HEVCDecoderConfiguration: Sendable, Equatable {
         _ = try HEVCVideoParameterSet(vps)
         let sequence = try HEVCSequenceParameterSet(sps)
         let picture = try HEVCPictureParameterSet(pps)
-        let level = sequence.profileTierLevel
-        profileSpace = level.profileSpace
-        highTier = level.highTier
-        profileIDC = level.profileIDC
-        compatibilityFlags = level.compatibilityFlags
-        constraintFlags = level.constraintFlags
-        levelIDC = level.levelIDC
+        profileTierLevel = sequence.profileTierLevel
         minSpatialSegmentation = sequence.minSpatialSegmentation
         switch (picture.tiles, picture.entropyCodingSync) {
         case (true, false): parallelismType = 2
@@ -65,12 +49,10 @@ public struct HEVCDecoderConfiguration: Sendable, Equatable {
     public init(parsing bytes: [UInt8], structure: String = "hvcC") throws(FormatError) {
         guard bytes.count >= 23 else { throw FormatError(structure, "\(bytes.count) bytes, at least 23 expected") }
         guard bytes[0] == 1 else { throw FormatError(structure, "configurationVersion \(bytes[0]), 1 expected") }
-        profileSpace = bytes[1] >> 6
-        highTier = bytes[1] & 0x20 != 0
-        profileIDC = bytes[1] & 0x1F
-        compatibilityFlags = bytes[2..<6].reduce(0) { $0 << 8 | UInt32($1) }
-        constraintFlags = Array(bytes[6..<12])
-        levelIDC = bytes[12]
+        profileTierLevel = HEVCProfileTierLevel(
+            profileSpace: bytes[1] >> 6, highTier: bytes[1] & 0x20 != 0, profileIDC: bytes[1] & 0x1F,
+            compatibilityFlags: bytes[2..<6].reduce(0) { $0 << 8 | UInt32($1) }, constraintFlags: Array(bytes[6..<12]),
+            levelIDC: bytes[12])
         minSpatialSegmentation = Int(bytes[13] & 0x0F) << 8 | Int(bytes[14])
         parallelismType = Int(bytes[15] & 3)
         chromaFormat = Int(bytes[16] & 3)
@@ -105,11 +87,12 @@ public struct HEVCDecoderConfiguration: Sendable, Equatable {
     /// The record's bytes, the parameter sets in one array per NAL unit type, in the order first seen,
     /// each array marked complete. Throws when a NAL unit or an array is too long for its 16-bit count.
     public func serialized() throws(FormatError) -> [UInt8] {
-        var out: [UInt8] = [1, profileSpace << 6 | (highTier ? 0x20 : 0) | profileIDC & 0x1F]
-        out.appendBigEndian(compatibilityFlags)
-        out.append(contentsOf: constraintFlags.prefix(6))
-        out.append(contentsOf: [UInt8](repeating: 0, count: 6 - min(6, constraintFlags.count)))
-        out.append(levelIDC)
+        let level = profileTierLevel
+        var out: [UInt8] = [1, level.profileSpace << 6 | (level.highTier ? 0x20 : 0) | level.profileIDC & 0x1F]
+        out.appendBigEndian(level.compatibilityFlags)
+        out.append(contentsOf: level.constraintFlags.prefix(6))
+        out.append(contentsOf: [UInt8](repeating: 0, count: 6 - min(6, level.constraintFlags.count)))
+        out.append(level.levelIDC)
         out.appendBigEndian(UInt16(0xF000 | minSpatialSegmentation & 0x0FFF))
         out.append(0xFC | UInt8(parallelismType & 3))
         out.append(0xFC | UInt8(chromaFormat & 3))
@@ -137,6 +120,12 @@ public struct HEVCDecoderConfiguration: Sendable, Equatable {
     /// The RFC 6381 CODECS value (ISO/IEC 14496-15 Annex E) for sample entry `hvc1`, such as
     /// `hvc1.1.6.L93.B0`: profile space and profile, the compatibility flags bit-reversed in hex, tier
     /// and level, then the constraint bytes in hex with trailing zero bytes left out.
+    public var codecString: String { profileTierLevel.codecString }
+}
+
+extension HEVCProfileTierLevel {
+    /// The RFC 6381 CODECS value for sample entry `hvc1` (ISO/IEC 14496-15 Annex E), as
+    /// `HEVCDecoderConfiguration.codecString` gives it.
     public var codecString: String {
         let space = ["", "A", "B", "C"][Int(profileSpace & 3)]
         var reversed: UInt32 = 0

@@ -19,6 +19,19 @@ public struct HEVCProfileTierLevel: Sendable, Equatable {
     /// `general_interlaced_source_flag`.
     public var interlacedSource: Bool { constraintFlags[0] & 0x40 != 0 }
 
+    /// The fields as given; `constraintFlags` should be six bytes.
+    public init(
+        profileSpace: UInt8, highTier: Bool, profileIDC: UInt8, compatibilityFlags: UInt32, constraintFlags: [UInt8],
+        levelIDC: UInt8
+    ) {
+        self.profileSpace = profileSpace
+        self.highTier = highTier
+        self.profileIDC = profileIDC
+        self.compatibilityFlags = compatibilityFlags
+        self.constraintFlags = constraintFlags
+        self.levelIDC = levelIDC
+    }
+
     /// Reads the structure for `maxSubLayersMinus1` sub-layers.
     static func read(_ reader: inout EscapedBitReader, maxSubLayersMinus1: Int) throws(FormatError) -> Self {
         let profileSpace = UInt8(try reader.read(2))

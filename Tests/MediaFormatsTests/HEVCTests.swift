@@ -16,11 +16,7 @@ struct EncodedClip {
 
     /// Encodes one second of test pattern with `arguments` added to the ffmpeg command line.
     init(_ name: String, _ arguments: [String]) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "guardplay-hevc-\(getpid())-\(name)"
-        ).path
-        try? FileManager.default.removeItem(atPath: directory)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try Self.scratchDirectory(name)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let clip = directory + "/clip.hevc"
         try Self.run(
@@ -41,11 +37,7 @@ struct EncodedClip {
 
     /// A stream of the given NAL units, written as Annex B, with FFmpeg's trace of it.
     init(name: String, nalUnits: [[UInt8]]) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "guardplay-hevc-\(getpid())-\(name)"
-        ).path
-        try? FileManager.default.removeItem(atPath: directory)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try Self.scratchDirectory(name)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let clip = directory + "/clip.hevc"
         try Data(nalUnits.flatMap { [0, 0, 0, 1] + $0 }).write(to: URL(fileURLWithPath: clip))
@@ -57,6 +49,16 @@ struct EncodedClip {
             ], errors: trace)
         self.nalUnits = nalUnits
         oracleBits = Self.sliceHeaderEnds(try String(contentsOfFile: trace, encoding: .utf8))
+    }
+
+    /// A new empty directory for clip `name`, which the caller removes.
+    private static func scratchDirectory(_ name: String) throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "guardplay-hevc-\(getpid())-\(name)"
+        ).path
+        try? FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return directory
     }
 
     /// Each slice segment header's end: one past the position of its last `byte_alignment()` bit.
@@ -253,7 +255,7 @@ private let encodings: [(String, [String])] = [
         #expect(try HEVCDecoderConfiguration(parsing: bytes) == record)
         #expect(record.bitDepthLuma == 10 && record.chromaFormat == 1 && record.lengthSize == 4)
         #expect(record.parallelismType == 3)  // x265 turns wavefronts on by default
-        #expect(record.profileIDC == 2)  // Main 10
+        #expect(record.profileTierLevel.profileIDC == 2)  // Main 10
         #expect(record.codecString.hasPrefix("hvc1.2.4.L"))
         #expect(bytes[22] == 3 && bytes[23] == 0x80 | HEVCNALHeader.vps)
         // Truncated at every length, the record is refused, never trapped on.
