@@ -9,7 +9,7 @@ RELEASE    := .build/release/guard-play
 VENV       := .build/venv
 SCHEMATHESIS_VERSION := 4.32.5
 
-.PHONY: setup build release run test lint format fixtures catalogue bench-package openapi clean
+.PHONY: setup build release run test lint format fixtures catalogue dist bench-package openapi clean
 
 setup:
 	@scripts/setup.sh
@@ -52,6 +52,12 @@ openapi:
 catalogue: build
 	$(BIN) catalogue media --out out/catalogue --force --report out/catalogue-report.json \
 		--junit out/catalogue-junit.xml
+
+# Release artefacts in dist/ from the sources as they are: a tarball and a .deb (Depends: derived from
+# the binary's NEEDED entries) with a --static-swift-stdlib binary, man page, completions, systemd unit
+# and example configurations, and SHA256SUMS (scripts/dist.sh; cached by git tree hash in .build/).
+dist: setup
+	scripts/dist.sh
 
 # The packager benchmark beside FFmpeg (bench/package.sh; results in docs/PERFORMANCE.md).
 bench-package: setup
