@@ -47,10 +47,18 @@ public struct PackagingJob: Sendable {
         let writer = BackgroundWriter()
         var stagedKey: String? = nil
         do throws(PackagingError) {
-            var run = PackagingRun(
-                options: options, reader: reader, directory: directory, writer: writer, keys: keys,
-                progress: progress, cancellation: cancellation)
-            var result = try run.execute()
+            var result: PackagingResult
+            if options.container == .fragmentedMP4 {
+                var run = FragmentedPackagingRun(
+                    options: options, reader: reader, directory: directory, writer: writer, keys: keys,
+                    progress: progress, cancellation: cancellation)
+                result = try run.execute()
+            } else {
+                var run = PackagingRun(
+                    options: options, reader: reader, directory: directory, writer: writer, keys: keys,
+                    progress: progress, cancellation: cancellation)
+                result = try run.execute()
+            }
             try writer.drain()
             for text in reader.notices.dropFirst(notices.count) {
                 notices.append(text)
@@ -91,6 +99,25 @@ public struct PackagingJob: Sendable {
         if options.keyFormat == .fairplay && options.encryption != .sampleAES {
             throw PackagingError(.invalidOptions, "FairPlay keys need SAMPLE-AES encryption")
         }
+        if options.encryption == .cenc && options.container != .fragmentedMP4 {
+            throw PackagingError(.invalidOptions, "cenc encryption needs --container fmp4: MPEG-TS has no CENC")
+        }
+        if let url = options.licenseURL {
+            guard options.container == .fragmentedMP4 else {
+                throw PackagingError(
+                    .invalidOptions, "--license-url names a license in the DASH manifest: it needs --container fmp4")
+            }
+            guard url.hasPrefix("https://") || url.hasPrefix("http://"),
+                !url.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F })
+            else {
+                throw PackagingError(
+                    .invalidOptions, "the license URL must be an http(s) URL without spaces or control characters")
+            }
+        }
+        if options.container == .fragmentedMP4 && options.audioFormat == .packed {
+            throw PackagingError(
+                .invalidOptions, "packed audio is a TS-path format: fMP4 puts every audio stream in a track of its own")
+        }
     }
 }
 
@@ -127,7 +154,7 @@ private struct PackagingRun {
             switch options.encryption {
             case .sampleAES: .sampleAES(key: keys.key, iv: keys.iv)
             case .aes128: .aes128(key: keys.key, iv: keys.iv)
-            case .none: .none
+            case .none, .cenc: .none  // cenc is refused for TS in validate()
             }
         let streams = plan.streams
         func track(_ slot: Int) throws(PackagingError) -> SegmentedOutput.Track {
@@ -248,7 +275,7 @@ private struct PackagingRun {
                     switch options.encryption {
                     case .sampleAES: index == 0 ? keyLine(iv: keys.iv) : nil
                     case .aes128: keyLine(iv: segment.iv!)
-                    case .none: nil
+                    case .none, .cenc: nil
                     }
                 playlist.entries.append(.init(duration: duration, uri: segment.uri, byteRange: nil, key: key))
             }
