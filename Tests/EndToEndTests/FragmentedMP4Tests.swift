@@ -119,6 +119,67 @@ import Testing
         #expect(bad.status == 3, "\(bad.stderr)")
     }
 
+    /// `verify` reads CMAF output: boxes, clear ranges, decryption and the source, bit for bit.
+    @Test(arguments: ["sample-aes", "cenc", "aes-128", "none"])
+    func verifyDecryptsEveryFragmentToTheSource(_ encryption: String) throws {
+        let directory = try TemporaryDirectory()
+        let output = directory.path("out")
+        #expect(
+            try package(fixture("dual-audio.mp4"), output, ["--container", "fmp4", "--encryption", encryption]).status
+                == 0)
+        var arguments = ["verify", output, "--source", fixture("dual-audio.mp4")]
+        if encryption != "none" { arguments += ["--key-file", output + ".key"] }
+        let verified = try guardPlay(arguments)
+        #expect(verified.status == 0, "\(verified.stdout)\(verified.stderr)")
+        #expect(verified.stdout.contains("video.m3u8  CMAF  video h264  frames 100"))
+        #expect(verified.stdout.contains("equal 100/100 (source 100)"))
+        #expect(verified.stdout.components(separatedBy: "equal 189/189 (source 189)").count == 3, "\(verified.stdout)")
+        if encryption == "sample-aes" || encryption == "cenc" { #expect(verified.stdout.contains("decrypted 100")) }
+    }
+
+    /// A flipped byte in `senc`, a wrong `saio` offset and a changed sample each fail `verify` with a
+    /// message that names the box (exit 31) or the sample (exit 30).
+    @Test func verifyNamesWhatWasTamperedWith() throws {
+        let directory = try TemporaryDirectory()
+        let output = directory.path("out")
+        #expect(try package(fixture("clip.mp4"), output, ["--container", "fmp4"]).status == 0)
+        let segment = output + "/video_00000.m4s"
+        let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
+        func offset(of type: String) throws -> Int {
+            let code = Array(type.utf8)
+            return try #require((0..<(original.count - 4)).first { Array(original[$0..<($0 + 4)]) == code })
+        }
+        func verify(_ change: (inout [UInt8]) throws -> Void) throws -> ProcessResult {
+            var bytes = original
+            try change(&bytes)
+            try Data(bytes).write(to: URL(fileURLWithPath: segment))
+            defer { try? Data(original).write(to: URL(fileURLWithPath: segment)) }
+            return try guardPlay(["verify", output, "--source", fixture("clip.mp4"), "--key-file", output + ".key"])
+        }
+        #expect(try verify { _ in }.status == 0)
+        // The first sample's first BytesOfClearData: senc type, version/flags, count, subsample count.
+        let senc = try offset(of: "senc")
+        let flippedSenc = try verify { $0[senc + 4 + 4 + 4 + 2 + 1] ^= 0x01 }
+        #expect(flippedSenc.status == 31, "\(flippedSenc.stdout)")
+        #expect(flippedSenc.stdout.contains("video_00000.m4s moof/traf senc"), "\(flippedSenc.stdout)")
+        // Moving a clear byte into the protected count keeps the coverage but not the slice header.
+        let movedSenc = try verify {
+            $0[senc + 15] -= 1
+            $0[senc + 19] += 1
+        }
+        #expect(movedSenc.status == 31, "\(movedSenc.stdout)")
+        #expect(movedSenc.stdout.contains("senc maps subsamples") && movedSenc.stdout.contains("slice headers give"))
+        let saio = try offset(of: "saio")
+        let wrongSaio = try verify { $0[saio + 4 + 4 + 4 + 3] &+= 6 }
+        #expect(wrongSaio.status == 31, "\(wrongSaio.stdout)")
+        #expect(wrongSaio.stdout.contains("saio") && wrongSaio.stdout.contains("does not point at senc's first record"))
+        let changedSample = try verify { $0[$0.count - 100] ^= 0x80 }
+        #expect(changedSample.status == 30, "\(changedSample.stdout)")
+        #expect(
+            changedSample.stdout.contains("video_00000.m4s sample")
+                && changedSample.stdout.contains("differs from the source"))
+    }
+
     @Test func playlistsUseMapsVersionSixAndNoIVAndNameTheLanguages() throws {
         let directory = try TemporaryDirectory()
         let output = directory.path("out")
