@@ -245,17 +245,8 @@ struct FragmentedPackagingRun {
         let hasVideo = plan.video != nil
         let renditions = outputs.filter { $0.name.hasPrefix("audio-") }
         var master = MasterPlaylist()
-        var usedNames = Set<String>()
-        for (number, output) in renditions.enumerated() {
-            let source = streams[output.slot].source
-            var name = source.title ?? Languages.name(source.language) ?? "Audio \(number + 1)"
-            if usedNames.contains(name) { name += " \(number + 1)" }
-            usedNames.insert(name)
-            master.audioRenditions.append(
-                .init(
-                    groupID: "audio", name: name, language: Languages.tag(source.language), isDefault: number == 0,
-                    channels: details[output.slot].channels, uri: output.name + ".m3u8"))
-        }
+        master.audioRenditions = PackagingSummary.audioRenditions(
+            renditions.map { ($0.slot, $0.name + ".m3u8") }, streams: streams, details: details)
         let audioCodecs = Array(Set(renditions.map { details[$0.slot].codecString })).sorted()
         let renditionRates = renditions.map { Self.rates($0) }
         let main = outputs[0]
@@ -295,21 +286,9 @@ struct FragmentedPackagingRun {
             try write(manifest.render(), to: "manifest.mpd")
         }
 
-        var packaged: [PackagedStream] = []
-        for (slot, planned) in streams.enumerated() {
-            let output = outputs.first { $0.slot == slot }!
-            let transcoded: String? =
-                switch planned.handling {
-                case .transcodeToAAC, .encodeStill: planned.source.codecName
-                default: nil
-                }
-            packaged.append(
-                PackagedStream(
-                    kind: planned.codec == .h264 ? "video" : "audio", codec: details[slot].codecString,
-                    sourceIndex: planned.source.index, playlist: output.name + ".m3u8",
-                    accessUnits: output.sampleCount, transcodedFrom: transcoded,
-                    language: Languages.tag(planned.source.language)))
-        }
+        let packaged = PackagingSummary.packagedStreams(
+            streams, details: details, playlist: { slot in outputs.first { $0.slot == slot }!.name + ".m3u8" },
+            accessUnits: { slot in outputs.first { $0.slot == slot }!.sampleCount })
         let encrypted = options.encryption != .none
         return PackagingResult(
             outputDirectory: directory.path, masterPlaylist: directory.path + "/master.m3u8",
@@ -322,16 +301,7 @@ struct FragmentedPackagingRun {
 
     /// Peak and average bit rates of a track's segments.
     private static func rates(_ output: FragmentedOutput) -> (peak: Int, average: Int) {
-        var peak = 0.0
-        var bits = 0.0
-        var seconds = 0.0
-        for segment in output.segments {
-            let duration = Double(segment.ticks) / Double(output.timescale)
-            bits += Double(segment.bytes * 8)
-            seconds += duration
-            if duration > 0 { peak = max(peak, Double(segment.bytes * 8) / duration) }
-        }
-        return (Int(peak.rounded(.up)), seconds > 0 ? Int((bits / seconds).rounded(.up)) : Int(peak.rounded(.up)))
+        PackagingSummary.rates(output.segments.map { ($0.bytes, Double($0.ticks) / Double(output.timescale)) })
     }
 
     private func write(_ text: String, to name: String) throws(PackagingError) {

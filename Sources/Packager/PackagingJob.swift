@@ -304,28 +304,10 @@ private struct PackagingRun {
         let streams = plan.streams
         let hasVideo = plan.video != nil
         let renditionOutputs = outputs.filter { $0.name.hasPrefix("audio-") }
-        var usedNames = Set<String>()
-        for (number, output) in renditionOutputs.enumerated() {
-            let slot = output.tracks[0].slot
-            let source = streams[slot].source
-            var name = source.title ?? Languages.name(source.language) ?? "Audio \(number + 1)"
-            if usedNames.contains(name) { name += " \(number + 1)" }
-            usedNames.insert(name)
-            master.audioRenditions.append(
-                .init(
-                    groupID: "audio", name: name, language: Languages.tag(source.language), isDefault: number == 0,
-                    channels: details[slot].channels, uri: output.name + ".m3u8"))
-        }
+        master.audioRenditions = PackagingSummary.audioRenditions(
+            renditionOutputs.map { ($0.tracks[0].slot, $0.name + ".m3u8") }, streams: streams, details: details)
         func rates(_ output: SegmentedOutput) -> (peak: Int, average: Int) {
-            var peak = 0.0
-            var bits = 0.0
-            var seconds = 0.0
-            for (segment, duration) in zip(output.segments, output.durations) {
-                bits += Double(segment.bytes * 8)
-                seconds += duration
-                if duration > 0 { peak = max(peak, Double(segment.bytes * 8) / duration) }
-            }
-            return (Int(peak.rounded(.up)), seconds > 0 ? Int((bits / seconds).rounded(.up)) : Int(peak.rounded(.up)))
+            PackagingSummary.rates(zip(output.segments, output.durations).map { ($0.bytes, $1) })
         }
         let audioCodecs = Array(Set(renditionOutputs.map { details[$0.tracks[0].slot].codecString })).sorted()
         let renditionRates = renditionOutputs.map(rates)
@@ -368,21 +350,11 @@ private struct PackagingRun {
         try write(master.render(), to: "master.m3u8")
 
         // The result.
-        var packaged: [PackagedStream] = []
-        for (slot, planned) in streams.enumerated() {
-            let output = outputs.first { $0.tracks.contains { $0.slot == slot } }!
-            let transcoded: String? =
-                switch planned.handling {
-                case .transcodeToAAC, .encodeStill: planned.source.codecName
-                default: nil
-                }
-            packaged.append(
-                PackagedStream(
-                    kind: planned.codec == .h264 ? "video" : "audio", codec: details[slot].codecString,
-                    sourceIndex: planned.source.index, playlist: output.name + ".m3u8",
-                    accessUnits: output.accessUnitCounts[slot] ?? 0, transcodedFrom: transcoded,
-                    language: Languages.tag(planned.source.language)))
-        }
+        let packaged = PackagingSummary.packagedStreams(
+            streams, details: details,
+            playlist: { slot in outputs.first { $0.tracks.contains { $0.slot == slot } }!.name + ".m3u8" },
+            accessUnits: { slot in outputs.first { $0.tracks.contains { $0.slot == slot } }!.accessUnitCounts[slot] ?? 0
+            })
         let start = outputs.compactMap { $0.segments.first?.start }.min() ?? 0
         let end = outputs.map(\.end).max() ?? start
         return PackagingResult(
