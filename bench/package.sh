@@ -62,6 +62,7 @@ for minutes in 1 10; do
     : >"$work/clear.times"
     : >"$work/aes.times"
     : >"$work/gp.times"
+    : >"$work/gp-fmp4.times"
     # The three tools take turns, so a change in the machine's load falls on all of them.
     for _ in $(seq "$runs"); do
         measure_once "${ff[@]}" -i "$input" -c copy -f hls -hls_time 6 -hls_playlist_type vod \
@@ -71,15 +72,19 @@ for minutes in 1 10; do
             "$work/out/index.m3u8" >>"$work/aes.times"
         measure_once "$guardplay" package "$input" --out "$work/out" --force --quiet --key "$key" --iv "$iv" \
             >>"$work/gp.times"
+        measure_once "$guardplay" package "$input" --out "$work/out" --force --quiet --key "$key" --iv "$iv" \
+            --container fmp4 >>"$work/gp-fmp4.times"
     done
     read -r clear_s clear_rss < <(summarise "$work/clear.times")
     read -r aes_s aes_rss < <(summarise "$work/aes.times")
     read -r gp_s gp_rss < <(summarise "$work/gp.times")
+    read -r fmp4_s fmp4_rss < <(summarise "$work/gp-fmp4.times")
     for row in "ffmpeg -c copy -f hls (clear):$clear_s:$clear_rss" "ffmpeg -f hls AES-128:$aes_s:$aes_rss" \
-        "guard-play package SAMPLE-AES:$gp_s:$gp_rss"; do
+        "guard-play package SAMPLE-AES:$gp_s:$gp_rss" "guard-play package fmp4 cbcs:$fmp4_s:$fmp4_rss"; do
         IFS=: read -r tool seconds rss <<<"$row"
         awk -v m="${minutes}min" -v t="$tool" -v s="$seconds" -v r="$rss" -v b="$size" -v c="$clear_s" \
             'BEGIN { printf "%-8s %-34s %8.2f %9.1f %9.1f %7.2f\n", m, t, s, b / 1e6 / s, r / 1024, c / s }'
     done
+    awk -v ts="$gp_s" -v f="$fmp4_s" 'BEGIN { printf "         fmp4 cbcs / TS SAMPLE-AES time: %.2f\n", f / ts }'
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; median of $runs interleaved runs"

@@ -48,6 +48,7 @@ final class AssetCatalog: Sendable {
     static let mediaTypes: [String: String] = [
         "m3u8": ServedFile.playlistType, "ts": "video/mp2t", "aac": "audio/aac", "ac3": "audio/ac3",
         "ec3": "audio/eac3", "m4s": "video/iso.segment", "mp4": "video/mp4", "m4a": "audio/mp4", "vtt": "text/vtt",
+        "mpd": "application/dash+xml",
     ]
     /// The largest playlist held in memory.
     static let maxPlaylistBytes = 4 * 1024 * 1024

@@ -15,7 +15,11 @@ enum PackageCommand {
         until its writer closes it.
 
           --out DIR                 output directory (required; must not exist unless --force)
-          --encryption MODE         sample-aes (default), aes-128 (whole segments) or none
+          --container ts|fmp4       ts (default): MPEG-TS segments; fmp4: CMAF tracks (init segment +
+                                    moof/mdat segments), an HLS master and a DASH manifest.mpd
+          --encryption MODE         sample-aes (default; CENC cbcs in fmp4), cenc (fmp4 only: AES-CTR),
+                                    aes-128 (whole segments) or none
+          --license-url URL         Clear Key license URL named in manifest.mpd (fmp4)
           --key HEX                 16-byte content key in hex (default: random from OpenSSL)
           --iv HEX                  16-byte IV in hex, written on every EXT-X-KEY (default: random)
           --key-id HEX              16-byte key ID in hex, substituted for {kid} (default: random)
@@ -44,7 +48,8 @@ enum PackageCommand {
         """
 
     static let options: [Arguments.Option] = [
-        .init("out"), .init("encryption"), .init("key"), .init("iv"), .init("key-id"), .init("key-file"),
+        .init("out"), .init("container"), .init("license-url"), .init("encryption"), .init("key"), .init("iv"),
+        .init("key-id"), .init("key-file"),
         .init("key-uri"), .init("key-format"), .init("segment-duration"), .init("audio-format"),
         .init("still-duration"), .init("force", .flag), .init("json", .flag), .init("quiet", .flag),
         .init("max-pixels"),
@@ -104,7 +109,9 @@ enum PackageCommand {
         options.keyURITemplate = parsed.value("key-uri")
         options.keyFormat = try parsed.parsed("key-format", as: "identity or fairplay", KeyFormat.init) ?? .identity
         options.encryption =
-            try parsed.parsed("encryption", as: "sample-aes, aes-128 or none", EncryptionMode.init) ?? .sampleAES
+            try parsed.parsed("encryption", as: "sample-aes, cenc, aes-128 or none", EncryptionMode.init) ?? .sampleAES
+        options.container = try parsed.parsed("container", as: "ts or fmp4", ContainerFormat.init) ?? .transportStream
+        options.licenseURL = parsed.value("license-url")
         options.audioFormat =
             try parsed.parsed("audio-format", as: "ts or packed", AudioSegmentFormat.init) ?? .transportStream
         options.segmentDuration = try parsed.parsed("segment-duration", as: "seconds from 1 to 60", seconds) ?? 6
@@ -155,6 +162,7 @@ enum PackageCommand {
         let method =
             switch result.encryption {
             case .sampleAES: "SAMPLE-AES"
+            case .cenc: "CENC cenc"
             case .aes128: "AES-128"
             case .none: "no encryption"
             }

@@ -93,7 +93,7 @@ enum VerifyCommand {
         ]
         for note in report.notes { lines.append("  note: \(note)") }
         for stream in report.streams {
-            let pid = stream.pid.map { "PID 0x\(String($0, radix: 16))" } ?? "packed"
+            let pid = stream.pid.map { "PID 0x\(String($0, radix: 16))" } ?? (stream.isFragmented ? "CMAF" : "packed")
             var line =
                 "  \(stream.playlist)  \(pid)  \(stream.kind) \(stream.codec)  frames \(stream.frames)  "
                 + "decrypted \(stream.decryptedUnits)"

@@ -6,6 +6,20 @@ public struct H264SequenceParameterSet: Equatable, Sendable {
     public var width: Int
     /// Height in pixels: map units × 16, doubled for field coding, before cropping.
     public var height: Int
+    /// The fields a slice header's layout depends on (§7.3.3), and the avcC extension's.
+    var id: UInt32 = 0
+    var profile: UInt32 = 0
+    var chromaFormat: UInt32 = 1
+    var separateColourPlane = false
+    var bitDepthLuma: UInt32 = 8
+    var bitDepthChroma: UInt32 = 8
+    var log2MaxFrameNumber = 4
+    var pictureOrderCountType: UInt32 = 0
+    var log2MaxPictureOrderCountLSB = 4
+    var deltaPictureOrderAlwaysZero = false
+    var frameMacroblocksOnly = true
+    /// PicSizeInMapUnits (§7.4.2.1.1).
+    var pictureSizeInMapUnits = 0
 
     /// Profiles whose SPS carries chroma format, bit depths and scaling matrices.
     private static let highProfiles: Set<UInt32> = [100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135]
@@ -19,12 +33,18 @@ public struct H264SequenceParameterSet: Equatable, Sendable {
         var bits = BitReader(EmulationPrevention.unescaped(Array(nal.dropFirst())), structure: structure)
         let profile = try bits.read(8)
         try bits.skip(16)  // constraint flags, level_idc
-        _ = try bits.unsignedExpGolomb()  // seq_parameter_set_id
+        let id = try bits.unsignedExpGolomb()  // seq_parameter_set_id
+        var chromaFormat: UInt32 = 1
+        var separateColourPlane = false
+        var bitDepths: (UInt32, UInt32) = (8, 8)
         if Self.highProfiles.contains(profile) {
-            let chromaFormat = try bits.unsignedExpGolomb()
-            if chromaFormat == 3 { try bits.skip(1) }  // separate_colour_plane_flag
-            _ = try bits.unsignedExpGolomb()  // bit_depth_luma_minus8
-            _ = try bits.unsignedExpGolomb()  // bit_depth_chroma_minus8
+            chromaFormat = try bits.unsignedExpGolomb()
+            guard chromaFormat <= 3 else { throw FormatError(structure, "chroma_format_idc \(chromaFormat)") }
+            if chromaFormat == 3 { separateColourPlane = try bits.flag() }
+            let luma = try bits.unsignedExpGolomb()  // bit_depth_luma_minus8
+            let chroma = try bits.unsignedExpGolomb()  // bit_depth_chroma_minus8
+            guard luma <= 6, chroma <= 6 else { throw FormatError(structure, "bit depth over 14") }
+            bitDepths = (luma + 8, chroma + 8)
             try bits.skip(1)  // qpprime_y_zero_transform_bypass_flag
             if try bits.flag() {  // seq_scaling_matrix_present_flag
                 for list in 0..<(chromaFormat == 3 ? 12 : 8) where try bits.flag() {
@@ -32,19 +52,30 @@ public struct H264SequenceParameterSet: Equatable, Sendable {
                 }
             }
         }
-        _ = try bits.unsignedExpGolomb()  // log2_max_frame_num_minus4
-        switch try bits.unsignedExpGolomb() {  // pic_order_cnt_type
+        let frameNumberBits = try bits.unsignedExpGolomb()  // log2_max_frame_num_minus4
+        guard frameNumberBits <= 12 else {
+            throw FormatError(structure, "log2_max_frame_num_minus4 \(frameNumberBits)")
+        }
+        let orderType = try bits.unsignedExpGolomb()
+        var orderBits: UInt32 = 0
+        var deltaAlwaysZero = false
+        switch orderType {  // pic_order_cnt_type
         case 0:
-            _ = try bits.unsignedExpGolomb()  // log2_max_pic_order_cnt_lsb_minus4
+            orderBits = try bits.unsignedExpGolomb()  // log2_max_pic_order_cnt_lsb_minus4
+            guard orderBits <= 12 else {
+                throw FormatError(structure, "log2_max_pic_order_cnt_lsb_minus4 \(orderBits)")
+            }
         case 1:
-            try bits.skip(1)  // delta_pic_order_always_zero_flag
+            deltaAlwaysZero = try bits.flag()  // delta_pic_order_always_zero_flag
             _ = try bits.signedExpGolomb()  // offset_for_non_ref_pic
             _ = try bits.signedExpGolomb()  // offset_for_top_to_bottom_field
             let cycle = try bits.unsignedExpGolomb()
             guard cycle <= 255 else { throw FormatError(structure, "\(cycle) reference frames in a POC cycle") }
             for _ in 0..<cycle { _ = try bits.signedExpGolomb() }
-        default:
+        case 2:
             break
+        default:
+            throw FormatError(structure, "pic_order_cnt_type \(orderType)")
         }
         _ = try bits.unsignedExpGolomb()  // max_num_ref_frames
         try bits.skip(1)  // gaps_in_frame_num_value_allowed_flag
@@ -53,6 +84,17 @@ public struct H264SequenceParameterSet: Equatable, Sendable {
         let frameMacroblocksOnly = try bits.flag()
         width = widthInMacroblocks * 16
         height = heightInMapUnits * 16 * (frameMacroblocksOnly ? 1 : 2)
+        self.id = id
+        self.profile = profile
+        self.chromaFormat = chromaFormat
+        self.separateColourPlane = separateColourPlane
+        (bitDepthLuma, bitDepthChroma) = bitDepths
+        log2MaxFrameNumber = Int(frameNumberBits) + 4
+        pictureOrderCountType = orderType
+        log2MaxPictureOrderCountLSB = Int(orderBits) + 4
+        deltaPictureOrderAlwaysZero = deltaAlwaysZero
+        self.frameMacroblocksOnly = frameMacroblocksOnly
+        pictureSizeInMapUnits = widthInMacroblocks * heightInMapUnits
     }
 
     private static func skipScalingList(_ bits: inout BitReader, size: Int) throws(FormatError) {

@@ -35,10 +35,10 @@ public struct KeyLine: Sendable, Equatable {
         return "#EXT-X-KEY:" + attributes.joined(separator: ",")
     }
 
-    /// The lowest EXT-X-VERSION this line allows (RFC 8216 §7): 5 for SAMPLE-AES or a KEYFORMAT,
+    /// The lowest EXT-X-VERSION this line allows (RFC 8216 §7): 5 for SAMPLE-AES(-CTR) or a KEYFORMAT,
     /// 2 for an IV.
     public var minimumVersion: Int {
-        if method == "SAMPLE-AES" || keyFormat != nil || keyFormatVersions != nil { return 5 }
+        if method.hasPrefix("SAMPLE-AES") || keyFormat != nil || keyFormatVersions != nil { return 5 }
         return iv != nil ? 2 : 1
     }
 }
@@ -90,13 +90,18 @@ public struct MediaPlaylist: Sendable {
     }
     /// True for an `EXT-X-I-FRAMES-ONLY` playlist.
     public var iFramesOnly = false
+    /// The URI of the media initialization section (`EXT-X-MAP`, fMP4), written before every key line
+    /// so that it stays clear.
+    public var map: String?
 
     /// The lowest EXT-X-VERSION the playlist's features need: 3 for decimal EXTINF, 4 for byte ranges
-    /// and I-frames only, 5 for SAMPLE-AES and KEYFORMAT.
+    /// and I-frames only, 5 for SAMPLE-AES and KEYFORMAT, 6 for EXT-X-MAP.
     public var minimumVersion: Int {
         var version = 3
         if iFramesOnly || entries.contains(where: { $0.byteRange != nil }) { version = 4 }
         for entry in entries { if let key = entry.key { version = max(version, key.minimumVersion) } }
+        // RFC 8216 §7: EXT-X-MAP needs 5 in an I-frames-only playlist, 6 in any other.
+        if map != nil { version = max(version, iFramesOnly ? 5 : 6) }
         return version
     }
 
@@ -113,6 +118,7 @@ public struct MediaPlaylist: Sendable {
             "#EXT-X-MEDIA-SEQUENCE:0", "#EXT-X-PLAYLIST-TYPE:VOD", "#EXT-X-INDEPENDENT-SEGMENTS",
         ]
         if iFramesOnly { lines.append("#EXT-X-I-FRAMES-ONLY") }
+        if let map { lines.append("#EXT-X-MAP:URI=\"\(map)\"") }
         for entry in entries {
             if let key = entry.key { lines.append(key.text) }
             lines.append("#EXTINF:\(formatDuration(entry.duration)),")

@@ -48,10 +48,18 @@ public struct PackagingJob: Sendable {
         let writer = BackgroundWriter()
         var stagedKey: String? = nil
         do throws(PackagingError) {
-            var run = PackagingRun(
-                options: options, reader: reader, directory: directory, writer: writer, keys: keys,
-                progress: progress, cancellation: cancellation)
-            var result = try run.execute()
+            var result: PackagingResult
+            if options.container == .fragmentedMP4 {
+                var run = FragmentedPackagingRun(
+                    options: options, reader: reader, directory: directory, writer: writer, keys: keys,
+                    progress: progress, cancellation: cancellation)
+                result = try run.execute()
+            } else {
+                var run = PackagingRun(
+                    options: options, reader: reader, directory: directory, writer: writer, keys: keys,
+                    progress: progress, cancellation: cancellation)
+                result = try run.execute()
+            }
             try writer.drain()
             for text in reader.notices.dropFirst(notices.count) {
                 notices.append(text)
@@ -92,6 +100,25 @@ public struct PackagingJob: Sendable {
         if options.keyFormat == .fairplay && options.encryption != .sampleAES {
             throw PackagingError(.invalidOptions, "FairPlay keys need SAMPLE-AES encryption")
         }
+        if options.encryption == .cenc && options.container != .fragmentedMP4 {
+            throw PackagingError(.invalidOptions, "cenc encryption needs --container fmp4: MPEG-TS has no CENC")
+        }
+        if let url = options.licenseURL {
+            guard options.container == .fragmentedMP4 else {
+                throw PackagingError(
+                    .invalidOptions, "--license-url names a license in the DASH manifest: it needs --container fmp4")
+            }
+            guard url.hasPrefix("https://") || url.hasPrefix("http://"),
+                !url.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F })
+            else {
+                throw PackagingError(
+                    .invalidOptions, "the license URL must be an http(s) URL without spaces or control characters")
+            }
+        }
+        if options.container == .fragmentedMP4 && options.audioFormat == .packed {
+            throw PackagingError(
+                .invalidOptions, "packed audio is a TS-path format: fMP4 puts every audio stream in a track of its own")
+        }
     }
 }
 
@@ -128,7 +155,7 @@ private struct PackagingRun {
             switch options.encryption {
             case .sampleAES: .sampleAES(key: keys.key, iv: keys.iv)
             case .aes128: .aes128(key: keys.key, iv: keys.iv)
-            case .none: .none
+            case .none, .cenc: .none  // cenc is refused for TS in validate()
             }
         let streams = plan.streams
         func track(_ slot: Int) throws(PackagingError) -> SegmentedOutput.Track {
@@ -249,7 +276,7 @@ private struct PackagingRun {
                     switch options.encryption {
                     case .sampleAES: index == 0 ? keyLine(iv: keys.iv) : nil
                     case .aes128: keyLine(iv: segment.iv!)
-                    case .none: nil
+                    case .none, .cenc: nil
                     }
                 playlist.entries.append(.init(duration: duration, uri: segment.uri, byteRange: nil, key: key))
             }
@@ -278,28 +305,10 @@ private struct PackagingRun {
         let streams = plan.streams
         let hasVideo = plan.video != nil
         let renditionOutputs = outputs.filter { $0.name.hasPrefix("audio-") }
-        var usedNames = Set<String>()
-        for (number, output) in renditionOutputs.enumerated() {
-            let slot = output.tracks[0].slot
-            let source = streams[slot].source
-            var name = source.title ?? Languages.name(source.language) ?? "Audio \(number + 1)"
-            if usedNames.contains(name) { name += " \(number + 1)" }
-            usedNames.insert(name)
-            master.audioRenditions.append(
-                .init(
-                    groupID: "audio", name: name, language: Languages.tag(source.language), isDefault: number == 0,
-                    channels: details[slot].channels, uri: output.name + ".m3u8"))
-        }
+        master.audioRenditions = PackagingSummary.audioRenditions(
+            renditionOutputs.map { ($0.tracks[0].slot, $0.name + ".m3u8") }, streams: streams, details: details)
         func rates(_ output: SegmentedOutput) -> (peak: Int, average: Int) {
-            var peak = 0.0
-            var bits = 0.0
-            var seconds = 0.0
-            for (segment, duration) in zip(output.segments, output.durations) {
-                bits += Double(segment.bytes * 8)
-                seconds += duration
-                if duration > 0 { peak = max(peak, Double(segment.bytes * 8) / duration) }
-            }
-            return (Int(peak.rounded(.up)), seconds > 0 ? Int((bits / seconds).rounded(.up)) : Int(peak.rounded(.up)))
+            PackagingSummary.rates(zip(output.segments, output.durations).map { ($0.bytes, $1) })
         }
         let audioCodecs = Array(Set(renditionOutputs.map { details[$0.tracks[0].slot].codecString })).sorted()
         let renditionRates = renditionOutputs.map(rates)
@@ -342,21 +351,11 @@ private struct PackagingRun {
         try write(master.render(), to: "master.m3u8")
 
         // The result.
-        var packaged: [PackagedStream] = []
-        for (slot, planned) in streams.enumerated() {
-            let output = outputs.first { $0.tracks.contains { $0.slot == slot } }!
-            let transcoded: String? =
-                switch planned.handling {
-                case .transcodeToAAC, .encodeStill: planned.source.codecName
-                default: nil
-                }
-            packaged.append(
-                PackagedStream(
-                    kind: planned.codec == .h264 ? "video" : "audio", codec: details[slot].codecString,
-                    sourceIndex: planned.source.index, playlist: output.name + ".m3u8",
-                    accessUnits: output.accessUnitCounts[slot] ?? 0, transcodedFrom: transcoded,
-                    language: Languages.tag(planned.source.language)))
-        }
+        let packaged = PackagingSummary.packagedStreams(
+            streams, details: details,
+            playlist: { slot in outputs.first { $0.tracks.contains { $0.slot == slot } }!.name + ".m3u8" },
+            accessUnits: { slot in outputs.first { $0.tracks.contains { $0.slot == slot } }!.accessUnitCounts[slot] ?? 0
+            })
         let start = outputs.compactMap { $0.segments.first?.start }.min() ?? 0
         let end = outputs.map(\.end).max() ?? start
         return PackagingResult(

@@ -6,8 +6,20 @@ public enum EncryptionMode: String, Sendable, CaseIterable {
     case sampleAES = "sample-aes"
     /// Whole segments encrypted with AES-128-CBC and PKCS#7 padding (`METHOD=AES-128`).
     case aes128 = "aes-128"
+    /// CENC `cenc`, fMP4 only: AES-CTR over 16-byte-aligned ranges with 8-byte IVs per sample
+    /// (`METHOD=SAMPLE-AES-CTR`, the DASH default).
+    case cenc
     /// No encryption.
     case none
+}
+
+/// The segment container.
+public enum ContainerFormat: String, Sendable, CaseIterable {
+    /// MPEG-2 transport stream segments (the default).
+    case transportStream = "ts"
+    /// CMAF fragmented MP4: an init segment and `moof`+`mdat` segments per track, with an HLS master and
+    /// a DASH MPD; SAMPLE-AES there is CENC `cbcs`.
+    case fragmentedMP4 = "fmp4"
 }
 
 /// Which key system the playlists name.
@@ -50,6 +62,10 @@ public struct PackagingOptions: Sendable, Equatable {
     public var keyFormat: KeyFormat = .identity
     /// How segments are encrypted.
     public var encryption: EncryptionMode = .sampleAES
+    /// The segment container.
+    public var container: ContainerFormat = .transportStream
+    /// The Clear Key license server the DASH manifest names (fMP4 only), or nil.
+    public var licenseURL: String?
     /// The target segment duration in seconds; video is cut at the first IDR at or after it.
     public var segmentDuration: Double = 6
     /// The segment format of audio playlists; packed audio puts every audio stream in a playlist of

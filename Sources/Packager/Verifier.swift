@@ -21,6 +21,8 @@ public struct VerificationReport: Sendable, Equatable {
         public var sourceFrames: Int?
         /// How the source was compared: a bit-exact copy, or a deterministic re-encode.
         public var comparison: String?
+        /// True for a CMAF track (fMP4), which has no PID.
+        public var isFragmented = false
     }
 
     /// `SAMPLE-AES`, `AES-128` or `NONE`.
@@ -97,6 +99,11 @@ public struct Verifier: Sendable {
 
     /// Checks the output and returns the report; throws only when it cannot check at all.
     public func run() throws(VerificationError) -> VerificationReport {
+        let absolute = OutputDirectory.absolutePath(directory)
+        if FragmentedVerification.isFragmented(absolute) {
+            var run = FragmentedVerification(directory: absolute, key: key, source: source, maxPixels: maxPixels)
+            return try run.execute()
+        }
         var run = VerificationRun(
             directory: OutputDirectory.absolutePath(directory), key: key, source: source, maxPixels: maxPixels)
         return try run.execute()

@@ -6,7 +6,9 @@ struct Vectors: Decodable {
     struct CBC: Decodable { let key, iv, plaintext, ciphertext: String }
     struct MAC: Decodable { let key, data, mac: String }
     struct Hash: Decodable { let data, digest: String }
+    struct CTR: Decodable { let key, counter, plaintext, ciphertext: String }
     let cbc: [CBC]
+    let ctr: [CTR]
     let hmac: [MAC]
     let sha256: [Hash]
 
@@ -71,6 +73,33 @@ func bytes(_ hex: String) -> [UInt8] { [UInt8](hex: hex)! }
         let vector = Vectors.published.cbc[0]
         let padded = try AES128Padded.encrypt(bytes(vector.plaintext), key: bytes(vector.key), iv: bytes(vector.iv))
         #expect(Array(padded[0..<64]).hexString == vector.ciphertext)
+    }
+}
+
+@Suite struct AESCTRTests {
+    @Test(arguments: Vectors.published.ctr.indices)
+    func encryptsPublishedVectorInPiecesOfAnyLength(_ index: Int) throws {
+        let vector = Vectors.published.ctr[index]
+        var data = bytes(vector.plaintext)
+        let cipher = try AESCTR(key: bytes(vector.key))
+        try cipher.restart(counter: bytes(vector.counter))
+        // Uneven pieces, as CENC's protected ranges are: one key stream across the calls.
+        var start = 0
+        for length in [5, 16, 27, 0, 16] {
+            try cipher.process(&data, range: start..<(start + length))
+            start += length
+        }
+        #expect(start == data.count)
+        #expect(data.hexString == vector.ciphertext)
+        try cipher.restart(counter: bytes(vector.counter))
+        try cipher.process(&data, range: 0..<data.count)
+        #expect(data.hexString == vector.plaintext)
+    }
+
+    @Test func rejectsBadSizes() throws {
+        #expect(throws: CryptoError.self) { try AESCTR(key: [UInt8](repeating: 0, count: 15)) }
+        let cipher = try AESCTR(key: [UInt8](repeating: 0, count: 16))
+        #expect(throws: CryptoError.self) { try cipher.restart(counter: [1, 2, 3]) }
     }
 }
 

@@ -1,0 +1,76 @@
+/// Turns the packager's Annex-B H.264 access units into CMAF samples: 4-byte NAL lengths, no access
+/// unit delimiters, the first parameter sets moved to `avcC` (later ones that differ kept in band), and
+/// for each NAL unit the bytes that stay clear under CENC, from its own slice-header parse.
+///
+/// The packager and the verifier run the same builder, so the verifier's expected samples come from
+/// exactly the conversion the packager applied; the verifier's slice-header check is separate.
+struct H264SampleBuilder {
+    /// The parameter sets seen so far, by ID, for slice-header parses.
+    private(set) var parameterSets = H264SliceHeader.ParameterSets()
+    /// The SPS and PPS of the first access unit: the init segment's `avcC`.
+    private(set) var sequenceParameterSets: [[UInt8]] = []
+    private(set) var pictureParameterSets: [[UInt8]] = []
+    private var configured = false
+
+    /// The sample of `unit` (Annex-B bytes and NAL ranges) and, per NAL unit kept, its stored size and
+    /// clear bytes.
+    mutating func sample(bytes: [UInt8], nalUnits: [Range<Int>]) throws(FormatError) -> (
+        bytes: [UInt8], units: [(size: Int, clear: Int)]
+    ) {
+        var sample: [UInt8] = []
+        sample.reserveCapacity(bytes.count)
+        var units: [(size: Int, clear: Int)] = []
+        for (index, range) in nalUnits.enumerated() where !range.isEmpty {
+            let type = NALUnitType.of(bytes[range.lowerBound])
+            var clear = range.count
+            switch type {
+            case NALUnitType.accessUnitDelimiter:
+                continue
+            case NALUnitType.sequenceParameterSet, NALUnitType.pictureParameterSet:
+                let nal = Array(bytes[range])
+                try parameterSets.take(nal)
+                if !configured {
+                    if type == NALUnitType.sequenceParameterSet {
+                        sequenceParameterSets.append(nal)
+                    } else {
+                        pictureParameterSets.append(nal)
+                    }
+                    continue
+                }
+                if sequenceParameterSets.contains(nal) || pictureParameterSets.contains(nal) { continue }
+            case NALUnitType.nonIDRSlice, NALUnitType.idrSlice:
+                let header = try bytes.withBytes { raw throws(FormatError) in
+                    try H264SliceHeader(
+                        nal: UnsafeRawBufferPointer(rebasing: raw[range]), parameterSets: parameterSets)
+                }
+                clear = header.storedLength
+            case 2, 3, 4, 14, 15, 20, 21:
+                throw FormatError(
+                    "H.264 NAL unit \(index)",
+                    "type \(type) (data partitioning, SVC or MVC) is not packaged: CENC's clear ranges are defined "
+                        + "here for plain slices only")
+            default:
+                break
+            }
+            sample.appendBigEndian(UInt32(range.count))
+            sample.append(contentsOf: bytes[range])
+            units.append((4 + range.count, 4 + clear))
+        }
+        if !configured {
+            guard !sequenceParameterSets.isEmpty, !pictureParameterSets.isEmpty else {
+                throw FormatError("H.264 access unit", "the first picture comes without an SPS and a PPS")
+            }
+            configured = true
+        }
+        return (sample, units)
+    }
+}
+
+/// Raw AAC frames from the packager's ADTS access units: each frame's header dropped.
+enum AACSampleBuilder {
+    /// The raw frames of the ADTS frames in `bytes`.
+    static func samples(_ bytes: [UInt8]) throws(FormatError) -> [[UInt8]] {
+        let frames = try bytes.withBytes { raw throws(FormatError) in try ADTSHeader.frames(in: raw) }
+        return frames.map { Array(bytes[($0.frame.lowerBound + $0.header)..<$0.frame.upperBound]) }
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+
+/// A static DASH MPD (ISO/IEC 23009-1) for CMAF tracks: one adaptation set per track, each segment
+/// listed in a `SegmentTimeline` under a `SegmentTemplate`, and for CENC the `mp4protection`
+/// descriptor with `cenc:default_KID` and the DASH-IF Clear Key system.
+struct DASHManifest {
+    /// One track's representation.
+    struct Representation {
+        var id: String
+        /// `video` or `audio`.
+        var contentType: String
+        var codecs: String
+        var bandwidth: Int
+        var width: Int?
+        var height: Int?
+        var frameRate: Double?
+        var sampleRate: Int?
+        var channels: Int?
+        var language: String?
+        var timescale: UInt32
+        /// The presentation time (in `timescale`) that the period starts at.
+        var presentationTimeOffset: UInt64
+        var initialization: String
+        /// The media URL template, with `$Number%05d$` for the segment number (from 0).
+        var media: String
+        /// Each segment's start and duration, in `timescale`.
+        var segments: [(start: UInt64, duration: UInt64)]
+    }
+
+    /// The Clear Key system's identifier (DASH-IF IOP §7.6.2.6).
+    static let clearKeySystem = "urn:uuid:e2719d58-a985-b3c9-781a-b030af78d30e"
+
+    var representations: [Representation] = []
+    /// The presentation's duration in seconds.
+    var duration: Double
+    /// `cbcs` or `cenc`, or nil for clear segments.
+    var scheme: String?
+    var keyID: [UInt8] = []
+    /// The Clear Key license server, when there is one.
+    var licenseURL: String?
+
+    /// The key ID as the 8-4-4-4-12 UUID `cenc:default_KID` takes.
+    static func uuid(_ bytes: [UInt8]) -> String {
+        let hex = bytes.hexString
+        let cuts = [0, 8, 12, 16, 20, 32]
+        return (0..<5).map { part in
+            let start = hex.index(hex.startIndex, offsetBy: cuts[part])
+            return String(hex[start..<hex.index(hex.startIndex, offsetBy: cuts[part + 1])])
+        }.joined(separator: "-")
+    }
+
+    /// `text` with the five XML special characters escaped, for attribute values and text.
+    static func escaped(_ text: String) -> String {
+        var out = ""
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+
+    /// An ISO 8601 duration such as `PT10.020S`.
+    static func isoDuration(_ seconds: Double) -> String { String(format: "PT%.3fS", max(seconds, 0)) }
+
+    /// The MPD text.
+    func render() -> String {
+        let longest =
+            representations.flatMap { rep in rep.segments.map { Double($0.duration) / Double(rep.timescale) } }
+            .max() ?? 2
+        var lines = [
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
+            "<MPD xmlns=\"urn:mpeg:dash:schema:mpd:2011\" xmlns:cenc=\"urn:mpeg:cenc:2013\" "
+                + "xmlns:dashif=\"https://dashif.org/\" profiles=\"urn:mpeg:dash:profile:isoff-live:2011\" "
+                + "type=\"static\" mediaPresentationDuration=\"\(Self.isoDuration(duration))\" "
+                + "minBufferTime=\"\(Self.isoDuration(longest.rounded(.up)))\">",
+            "  <Period id=\"0\" start=\"PT0S\">",
+        ]
+        for (index, rep) in representations.enumerated() {
+            var set =
+                "    <AdaptationSet id=\"\(index)\" contentType=\"\(rep.contentType)\" "
+                + "mimeType=\"\(rep.contentType)/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\""
+            if let language = rep.language { set += " lang=\"\(Self.escaped(language))\"" }
+            lines.append(set + ">")
+            if let scheme {
+                lines.append(
+                    "      <ContentProtection schemeIdUri=\"urn:mpeg:dash:mp4protection:2011\" value=\"\(scheme)\" "
+                        + "cenc:default_KID=\"\(Self.uuid(keyID))\"/>")
+                if let licenseURL {
+                    lines.append(
+                        "      <ContentProtection schemeIdUri=\"\(Self.clearKeySystem)\" value=\"ClearKey1.0\">")
+                    lines.append("        <dashif:Laurl>\(Self.escaped(licenseURL))</dashif:Laurl>")
+                    lines.append("      </ContentProtection>")
+                } else {
+                    lines.append(
+                        "      <ContentProtection schemeIdUri=\"\(Self.clearKeySystem)\" value=\"ClearKey1.0\"/>")
+                }
+            }
+            var attributes = "id=\"\(Self.escaped(rep.id))\" codecs=\"\(rep.codecs)\" bandwidth=\"\(rep.bandwidth)\""
+            if let width = rep.width, let height = rep.height {
+                attributes += " width=\"\(width)\" height=\"\(height)\""
+            }
+            if let rate = rep.frameRate { attributes += " frameRate=\"\(String(format: "%.3f", rate))\"" }
+            if let rate = rep.sampleRate { attributes += " audioSamplingRate=\"\(rate)\"" }
+            lines.append("      <Representation \(attributes)>")
+            if let channels = rep.channels {
+                lines.append(
+                    "        <AudioChannelConfiguration "
+                        + "schemeIdUri=\"urn:mpeg:dash:23003:3:audio_channel_configuration:2011\" value=\"\(channels)\"/>"
+                )
+            }
+            lines.append(
+                "        <SegmentTemplate timescale=\"\(rep.timescale)\" presentationTimeOffset=\"\(rep.presentationTimeOffset)\" "
+                    + "initialization=\"\(Self.escaped(rep.initialization))\" media=\"\(Self.escaped(rep.media))\" startNumber=\"0\">"
+            )
+            lines.append("          <SegmentTimeline>")
+            var index = 0
+            var expected: UInt64? = nil
+            while index < rep.segments.count {
+                let segment = rep.segments[index]
+                var repeats = 0
+                while index + repeats + 1 < rep.segments.count
+                    && rep.segments[index + repeats + 1].duration == segment.duration
+                    && rep.segments[index + repeats + 1].start
+                        == segment.start + UInt64(repeats + 1) * segment.duration
+                {
+                    repeats += 1
+                }
+                let start = expected == segment.start ? "" : " t=\"\(segment.start)\""
+                lines.append(
+                    "            <S\(start) d=\"\(segment.duration)\"\(repeats > 0 ? " r=\"\(repeats)\"" : "")/>")
+                expected = segment.start + UInt64(repeats + 1) * segment.duration
+                index += repeats + 1
+            }
+            lines.append("          </SegmentTimeline>")
+            lines.append("        </SegmentTemplate>")
+            lines.append("      </Representation>")
+            lines.append("    </AdaptationSet>")
+        }
+        lines.append("  </Period>")
+        lines.append("</MPD>")
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

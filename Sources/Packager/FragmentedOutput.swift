@@ -1,0 +1,118 @@
+/// The segments of one CMAF track as they are written: samples gathered until a cut, then one file of
+/// a `moof` and an `mdat` (encrypted whole under AES-128), with the records the playlists and the DASH
+/// manifest are made from.
+final class FragmentedOutput {
+    /// A finished segment.
+    struct Segment {
+        var uri: String
+        /// The first sample's decoding time (`tfdt`), in the track's timescale.
+        var decodeTime: UInt64
+        /// The samples' total duration, in the track's timescale.
+        var ticks: UInt64
+        /// Bytes in the file.
+        var bytes: Int
+        /// The IV of its EXT-X-KEY under AES-128.
+        var iv: [UInt8]?
+    }
+
+    /// The playlist's base name: `video`, `audio` or `audio-N`.
+    let name: String
+    /// The stream slot (video first, then audio in input order).
+    let slot: Int
+    /// Ticks per second: 90 kHz for video, the sample rate for audio.
+    let timescale: UInt32
+    /// The track, once its first sample told what it is.
+    var track: FragmentedTrack?
+    private let directory: String
+    private let writer: BackgroundWriter
+    private let aes128: (key: [UInt8], iv: [UInt8])?
+    private var samples: [FragmentSample] = []
+    private var decodeTimes: [Int64] = []
+    private var lastDuration: Int64 = 1
+    private var payload: [UInt8] = []
+    /// The 90 kHz presentation time the open segment started at, or nil when none is open.
+    private(set) var openStart: Int64?
+    /// Finished segments.
+    private(set) var segments: [Segment] = []
+    /// Samples written.
+    private(set) var sampleCount = 0
+
+    init(
+        name: String, slot: Int, timescale: UInt32, directory: String, writer: BackgroundWriter,
+        aes128: (key: [UInt8], iv: [UInt8])?
+    ) {
+        self.name = name
+        self.slot = slot
+        self.timescale = timescale
+        self.directory = directory
+        self.writer = writer
+        self.aes128 = aes128
+    }
+
+    /// The init segment's file name.
+    var initURI: String { "\(name)_init.mp4" }
+
+    /// The file name of segment `index`.
+    func segmentURI(_ index: Int) -> String {
+        let number = String(index)
+        return "\(name)_\(String(repeating: "0", count: max(0, 5 - number.count)))\(number).m4s"
+    }
+
+    /// A 90 kHz time in the track's timescale.
+    func ticks(_ time: Int64) -> Int64 {
+        timescale == 90_000 ? time : Int64((Double(time) * Double(timescale) / 90_000).rounded())
+    }
+
+    /// Adds a sample whose bytes are final (encrypted as needed); `record` has all but its duration,
+    /// which the next sample's decoding time gives. `duration` (track ticks) is used for the last one.
+    func append(_ bytes: [UInt8], record: FragmentSample, decodeTime: Int64, duration: Int64, presentation: Int64) {
+        if openStart == nil { openStart = presentation }
+        payload += bytes
+        samples.append(record)
+        decodeTimes.append(decodeTime)
+        lastDuration = max(duration, 1)
+        sampleCount += 1
+    }
+
+    /// Writes the open segment; the next sample, if any, decodes at `nextDecodeTime` (track ticks).
+    func cut(nextDecodeTime: Int64?) throws(PackagingError) {
+        guard let track, !samples.isEmpty else { return }
+        for index in samples.indices {
+            let end =
+                index + 1 < decodeTimes.count
+                ? decodeTimes[index + 1] : (nextDecodeTime ?? decodeTimes[index] + lastDuration)
+            samples[index].duration = UInt32(clamping: max(end - decodeTimes[index], 1))
+        }
+        let uri = segmentURI(segments.count)
+        let first = UInt64(max(decodeTimes[0], 0))
+        let header = FragmentedMP4Writer.fragmentHeader(
+            track, sequenceNumber: UInt32(segments.count + 1), baseDecodeTime: first, samples: samples)
+        var segmentIV: [UInt8]? = nil
+        var cipher: (key: [UInt8], iv: [UInt8])? = nil
+        if let aes128 {
+            segmentIV = SegmentedOutput.add(aes128.iv, UInt64(segments.count))
+            cipher = (aes128.key, segmentIV!)
+        }
+        let file = try SegmentFile(path: directory + "/" + uri, aes128: cipher, writer: writer)
+        file.buffer.append(header)
+        file.buffer.append(payload)
+        let bytes = try file.close()
+        let ticks = samples.reduce(UInt64(0)) { $0 + UInt64($1.duration) }
+        segments.append(Segment(uri: uri, decodeTime: first, ticks: ticks, bytes: bytes, iv: segmentIV))
+        samples.removeAll(keepingCapacity: true)
+        decodeTimes.removeAll(keepingCapacity: true)
+        payload.removeAll(keepingCapacity: true)
+        openStart = nil
+    }
+
+    /// Writes the init segment (always clear: the playlists name it before any key).
+    func writeInitSegment() throws(PackagingError) {
+        guard let track else { return }
+        let file = try SegmentFile(path: directory + "/" + initURI, aes128: nil, writer: writer)
+        file.buffer.append(FragmentedMP4Writer.initSegment(track))
+        try file.close()
+    }
+}
+
+@available(*, unavailable, message: "a FragmentedOutput belongs to one packaging run")
+extension FragmentedOutput: Sendable {}

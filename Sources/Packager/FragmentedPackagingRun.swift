@@ -1,0 +1,312 @@
+import Crypto
+
+/// One packaging job's run in CMAF: a track per rendition (video, each audio stream), each written as
+/// an init segment and `moof`+`mdat` segments, with SAMPLE-AES as CENC `cbcs`, or `cenc`, AES-128 or
+/// none; then the media playlists (EXT-X-MAP), the master playlist and the DASH manifest.
+struct FragmentedPackagingRun {
+    let options: PackagingOptions
+    let reader: SourceReader
+    let directory: OutputDirectory
+    let writer: BackgroundWriter
+    let keys: KeyMaterial
+    let progress: (@Sendable (PackagingProgress) -> Void)?
+    let cancellation: PackagingCancellation?
+
+    /// Cut tolerance (90 kHz), as the TS path's.
+    static let cutTolerance: Int64 = 100
+
+    private var scheme: CENCScheme? {
+        switch options.encryption {
+        case .sampleAES: .cbcs
+        case .cenc: .cenc
+        case .aes128, .none: nil
+        }
+    }
+
+    mutating func execute() throws(PackagingError) -> PackagingResult {
+        let plan = reader.plan
+        let details = reader.details
+        let streams = plan.streams
+        for planned in streams where planned.codec == .ac3 || planned.codec == .eac3 {
+            throw PackagingError(
+                .unsupportedCodec,
+                "audio stream \(planned.source.index) is \(planned.codec == .ac3 ? "AC-3" : "E-AC-3"), which the fMP4 "
+                    + "path does not package yet: use --container ts, or transcode the audio to AAC")
+        }
+        let layout = OutputLayout(hasVideo: plan.video != nil, audioCount: plan.audio.count, separateAudio: true)
+        var outputs: [FragmentedOutput] = []
+        var outputOfSlot: [Int: FragmentedOutput] = [:]
+        let aes128 = options.encryption == .aes128 ? (keys.key, keys.iv) : nil
+        for playlist in layout.playlists {
+            let slot = playlist.slots[0]
+            var timescale: UInt32 = 90_000
+            if streams[slot].codec == .aac {
+                timescale = UInt32(try audioConfig(details[slot], streams[slot]).sampleRate)
+            }
+            let output = FragmentedOutput(
+                name: playlist.name, slot: slot, timescale: timescale, directory: directory.temporary,
+                writer: writer, aes128: aes128)
+            outputs.append(output)
+            outputOfSlot[slot] = output
+        }
+
+        let cipher: CENCSampleCipher?
+        do {
+            cipher = try scheme.map { scheme throws(CryptoError) in
+                try CENCSampleCipher(scheme: scheme, key: keys.key, encrypt: true)
+            }
+        } catch {
+            throw PackagingError(.invalidOptions, "cannot set up \(options.encryption.rawValue) encryption: \(error)")
+        }
+        var ivCounter = keys.iv.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        func nextIV() -> [UInt8] {
+            defer { ivCounter &+= 1 }
+            return (0..<8).map { UInt8(truncatingIfNeeded: ivCounter >> (56 - 8 * $0)) }
+        }
+        var builder = H264SampleBuilder()
+        let target = Int64((options.segmentDuration * 90_000).rounded())
+        var lastReported = -1.0
+        while case (let slot, let unit)? = try reader.next() {
+            if cancellation?.isCancelled == true { throw PackagingError(.cancelled, "packaging was cancelled") }
+            let output = outputOfSlot[slot]!
+            let planned = streams[slot]
+            if let start = output.openStart, unit.pts - start >= target - Self.cutTolerance,
+                planned.codec != .h264 || unit.isRandomAccess
+            {
+                try output.cut(nextDecodeTime: output.ticks(unit.dts))
+            }
+            if planned.codec == .h264 {
+                let built: (bytes: [UInt8], units: [(size: Int, clear: Int)])
+                do {
+                    built = try builder.sample(bytes: unit.bytes, nalUnits: unit.nalUnits)
+                } catch {
+                    throw PackagingError(
+                        .inputCorrupt,
+                        "\(options.input): the video frame at \(Self.seconds(unit.pts)) s (frame \(output.sampleCount)) "
+                            + "cannot be packaged: \(error)")
+                }
+                if output.track == nil {
+                    output.track = try videoTrack(builder: builder, detail: details[slot])
+                }
+                var bytes = built.bytes
+                var record = FragmentSample(
+                    size: bytes.count, duration: 0, compositionOffset: UInt32(clamping: unit.pts - unit.dts),
+                    isSync: unit.isRandomAccess)
+                if let cipher {
+                    record.subsamples = SubsampleMap.make(built.units, scheme: cipher.scheme)
+                    record.iv = cipher.scheme == .cenc ? nextIV() : []
+                    try encrypt(cipher, &bytes, record, what: "video frame at \(Self.seconds(unit.pts)) s")
+                }
+                output.append(
+                    bytes, record: record, decodeTime: unit.dts, duration: unit.duration, presentation: unit.pts)
+            } else {
+                if output.track == nil {
+                    output.track = try audioTrack(details[slot], planned)
+                }
+                let frames: [[UInt8]]
+                do {
+                    frames = try AACSampleBuilder.samples(unit.bytes)
+                } catch {
+                    throw PackagingError(
+                        .inputCorrupt, "\(options.input): audio frame at \(Self.seconds(unit.pts)) s: \(error)")
+                }
+                for (index, frame) in frames.enumerated() {
+                    var bytes = frame
+                    var record = FragmentSample(size: bytes.count, duration: 0, isSync: true)
+                    if let cipher {
+                        record.iv = cipher.scheme == .cenc ? nextIV() : []
+                        try encrypt(cipher, &bytes, record, what: "audio frame at \(Self.seconds(unit.pts)) s")
+                    }
+                    let share = unit.duration / Int64(frames.count)
+                    let time = unit.pts + share * Int64(index)
+                    output.append(
+                        bytes, record: record, decodeTime: output.ticks(time), duration: output.ticks(share),
+                        presentation: time)
+                }
+            }
+            if let progress, let duration = reader.duration, duration > 0 {
+                let fraction = min(reader.position / duration, 0.99)
+                if fraction - lastReported >= 0.005 {
+                    lastReported = fraction
+                    progress(
+                        PackagingProgress(
+                            fraction: fraction, mediaSeconds: reader.position,
+                            segmentsWritten: outputs.reduce(0) { $0 + $1.segments.count }))
+                }
+            }
+        }
+        for output in outputs {
+            try output.cut(nextDecodeTime: nil)
+            guard !output.segments.isEmpty else {
+                throw PackagingError(
+                    .inputCorrupt, "\(options.input): the \(output.name) stream has no decodable frame to package")
+            }
+            try output.writeInitSegment()
+        }
+        return try publish(outputs: outputs, details: details)
+    }
+
+    private static func seconds(_ pts: Int64) -> String {
+        String(format: "%.3f", Double(pts - TimestampMapper.startOffset) / 90_000)
+    }
+
+    private func encrypt(_ cipher: CENCSampleCipher, _ bytes: inout [UInt8], _ record: FragmentSample, what: String)
+        throws(PackagingError)
+    {
+        do {
+            try cipher.process(&bytes, subsamples: record.subsamples, iv: record.iv.isEmpty ? keys.iv : record.iv)
+        } catch {
+            throw PackagingError(.outputFailed, "cannot encrypt the \(what): \(error)")
+        }
+    }
+
+    private func protection(video: Bool) -> TrackEncryption? {
+        guard let scheme else { return nil }
+        return TrackEncryption(
+            scheme: scheme, keyID: keys.keyID, constantIV: scheme == .cbcs ? keys.iv : nil,
+            cryptBlocks: scheme == .cbcs && video ? 1 : 0, skipBlocks: scheme == .cbcs && video ? 9 : 0)
+    }
+
+    private func videoTrack(builder: H264SampleBuilder, detail: StreamDetails) throws(PackagingError)
+        -> FragmentedTrack
+    {
+        let sps: H264SequenceParameterSet
+        do {
+            sps = try H264SequenceParameterSet(nal: builder.sequenceParameterSets[0])
+        } catch {
+            throw PackagingError(.inputCorrupt, "\(options.input): the video's SPS cannot be read: \(error)")
+        }
+        let configuration = FragmentedMP4Writer.avcConfiguration(
+            sps: builder.sequenceParameterSets, pps: builder.pictureParameterSets, parsed: sps)
+        return FragmentedTrack(
+            media: .h264(width: detail.width, height: detail.height, configuration: configuration),
+            timescale: 90_000, encryption: protection(video: true))
+    }
+
+    private func audioConfig(_ detail: StreamDetails, _ planned: PlannedStream) throws(PackagingError)
+        -> AudioSpecificConfig
+    {
+        guard let setup = detail.audioSetup, let config = try? AudioSpecificConfig(setup.setupData) else {
+            throw PackagingError(
+                .inputCorrupt, "\(options.input): audio stream \(planned.source.index) has no usable AAC configuration")
+        }
+        return config
+    }
+
+    private func audioTrack(_ detail: StreamDetails, _ planned: PlannedStream) throws(PackagingError)
+        -> FragmentedTrack
+    {
+        let config = try audioConfig(detail, planned)
+        return FragmentedTrack(
+            media: .aac(sampleRate: config.sampleRate, channels: detail.channels, configuration: config.bytes),
+            timescale: UInt32(config.sampleRate), language: planned.source.language ?? "und",
+            encryption: protection(video: false))
+    }
+
+    private func keyLine(iv: [UInt8]?) -> KeyLine? {
+        guard let uri = keys.uri else { return nil }
+        let method =
+            switch options.encryption {
+            case .sampleAES: "SAMPLE-AES"
+            case .cenc: "SAMPLE-AES-CTR"
+            case .aes128, .none: "AES-128"
+            }
+        return KeyLine(
+            method: method, uri: uri, iv: iv, keyFormat: keys.keyFormat,
+            keyFormatVersions: keys.keyFormat == nil ? nil : "1")
+    }
+
+    private func publish(outputs: [FragmentedOutput], details: [StreamDetails]) throws(PackagingError)
+        -> PackagingResult
+    {
+        let plan = reader.plan
+        var playlists: [(name: String, playlist: MediaPlaylist)] = []
+        for output in outputs {
+            var playlist = MediaPlaylist()
+            playlist.map = output.initURI
+            for (index, segment) in output.segments.enumerated() {
+                let key: KeyLine? =
+                    switch options.encryption {
+                    case .sampleAES, .cenc: index == 0 ? keyLine(iv: nil) : nil
+                    case .aes128: keyLine(iv: segment.iv)
+                    case .none: nil
+                    }
+                playlist.entries.append(
+                    .init(
+                        duration: Double(segment.ticks) / Double(output.timescale), uri: segment.uri, byteRange: nil,
+                        key: key))
+            }
+            playlists.append((output.name + ".m3u8", playlist))
+        }
+        let targetDuration = max(1, playlists.map(\.playlist.longestRoundedDuration).max() ?? 1)
+        for (name, playlist) in playlists { try write(playlist.render(targetDuration: targetDuration), to: name) }
+
+        let streams = plan.streams
+        let hasVideo = plan.video != nil
+        let renditions = outputs.filter { $0.name.hasPrefix("audio-") }
+        var master = MasterPlaylist()
+        master.audioRenditions = PackagingSummary.audioRenditions(
+            renditions.map { ($0.slot, $0.name + ".m3u8") }, streams: streams, details: details)
+        let audioCodecs = Array(Set(renditions.map { details[$0.slot].codecString })).sorted()
+        let renditionRates = renditions.map { Self.rates($0) }
+        let main = outputs[0]
+        let mainRates = hasVideo || renditions.isEmpty ? Self.rates(main) : (peak: 0, average: 0)
+        let videoDetail = hasVideo ? details[0] : nil
+        master.variants.append(
+            .init(
+                bandwidth: mainRates.peak + (renditionRates.map(\.peak).max() ?? 0),
+                averageBandwidth: mainRates.average + (renditionRates.map(\.average).max() ?? 0),
+                codecs: (hasVideo || renditions.isEmpty ? [details[main.slot].codecString] : []) + audioCodecs,
+                resolution: videoDetail.map { ($0.width, $0.height) },
+                frameRate: videoDetail.flatMap { $0.frameRate > 0 ? $0.frameRate : nil },
+                audioGroup: renditions.isEmpty ? nil : "audio",
+                uri: (hasVideo || renditions.isEmpty ? main : renditions[0]).name + ".m3u8"))
+        try write(master.render(), to: "master.m3u8")
+        let duration = outputs.map { Double($0.segments.reduce(0) { $0 + $1.ticks }) / Double($0.timescale) }.max() ?? 0
+        if options.encryption != .aes128 {
+            // DASH has no whole-segment encryption to signal, so AES-128 output gets no MPD.
+            var manifest = DASHManifest(
+                duration: duration, scheme: scheme?.rawValue, keyID: keys.keyID, licenseURL: options.licenseURL)
+            for output in outputs {
+                let detail = details[output.slot]
+                let isVideo = streams[output.slot].codec == .h264
+                manifest.representations.append(
+                    DASHManifest.Representation(
+                        id: output.name, contentType: isVideo ? "video" : "audio", codecs: detail.codecString,
+                        bandwidth: Self.rates(output).peak, width: isVideo ? detail.width : nil,
+                        height: isVideo ? detail.height : nil,
+                        frameRate: isVideo && detail.frameRate > 0 ? detail.frameRate : nil,
+                        sampleRate: isVideo ? nil : Int(output.timescale), channels: isVideo ? nil : detail.channels,
+                        language: isVideo ? nil : Languages.tag(streams[output.slot].source.language),
+                        timescale: output.timescale,
+                        presentationTimeOffset: UInt64(output.ticks(TimestampMapper.startOffset)),
+                        initialization: output.initURI, media: output.name + "_$Number%05d$.m4s",
+                        segments: output.segments.map { ($0.decodeTime, $0.ticks) }))
+            }
+            try write(manifest.render(), to: "manifest.mpd")
+        }
+
+        let packaged = PackagingSummary.packagedStreams(
+            streams, details: details, playlist: { slot in outputs.first { $0.slot == slot }!.name + ".m3u8" },
+            accessUnits: { slot in outputs.first { $0.slot == slot }!.sampleCount })
+        let encrypted = options.encryption != .none
+        return PackagingResult(
+            outputDirectory: directory.path, masterPlaylist: directory.path + "/master.m3u8",
+            mediaPlaylists: playlists.map(\.name), keyFile: encrypted ? keys.keyFile : nil, keyID: keys.keyID,
+            key: encrypted ? keys.key : nil, iv: encrypted && options.encryption != .cenc ? keys.iv : nil,
+            keyURI: keys.uri, encryption: options.encryption, streams: packaged,
+            segmentCount: outputs.reduce(0) { $0 + $1.segments.count }, duration: duration,
+            bytesWritten: outputs.reduce(0) { $0 + $1.segments.reduce(0) { $0 + $1.bytes } }, notices: [])
+    }
+
+    /// Peak and average bit rates of a track's segments.
+    private static func rates(_ output: FragmentedOutput) -> (peak: Int, average: Int) {
+        PackagingSummary.rates(output.segments.map { ($0.bytes, Double($0.ticks) / Double(output.timescale)) })
+    }
+
+    private func write(_ text: String, to name: String) throws(PackagingError) {
+        let file = try SegmentFile(path: directory.temporary + "/" + name, aes128: nil, writer: writer)
+        file.buffer.append(Array(text.utf8))
+        try file.close()
+    }
+}

@@ -1,0 +1,594 @@
+import Crypto
+import Foundation
+
+/// `verify` of CMAF output (`--container fmp4`): the playlists' EXT-X-MAP and key lines, every init
+/// segment's sample entry and protection boxes (`frma`, `schm`, `tenc`), every fragment's boxes and
+/// their consistency (`mfhd` sequence, `tfdt` continuity, `trun` data offset and sizes against the
+/// `mdat`, `senc`/`saiz`/`saio`), every slice's clear length recomputed by its own slice-header parse
+/// against the `senc` map, every sample decrypted, and with a source every sample compared bit for bit
+/// with the same conversion of the source.
+struct FragmentedVerification {
+    let directory: String
+    var key: [UInt8]?
+    let source: String?
+    let maxPixels: Int
+    var report = VerificationReport(method: "NONE", playlists: [], segments: 0, streams: [])
+    let budget = ReadBudget(bytes: VerificationRun.readLimit)
+
+    /// True when the first media playlist `master.m3u8` names has an EXT-X-MAP: CMAF output.
+    static func isFragmented(_ directory: String) -> Bool {
+        guard let master = VerificationRun.readFile(directory + "/master.m3u8", limit: VerificationRun.playlistLimit),
+            let parsed = try? ParsedMasterPlaylist(String(decoding: master, as: UTF8.self), name: "master.m3u8"),
+            let first = parsed.variants.first?.uri, VerificationRun.isPlainFileName(first),
+            let media = VerificationRun.readFile(directory + "/" + first, limit: VerificationRun.playlistLimit)
+        else { return false }
+        return String(decoding: media, as: UTF8.self).contains("\n#EXT-X-MAP:")
+    }
+
+    private mutating func problem(_ text: String) { report.problems.append(text) }
+
+    private mutating func mismatch(_ text: String) {
+        report.mismatchCount += 1
+        if report.mismatches.count < VerificationRun.mismatchLines { report.mismatches.append(text) }
+    }
+
+    private mutating func read(_ name: String, limit: Int) -> [UInt8]? {
+        guard VerificationRun.isPlainFileName(name) else {
+            problem("'\(name)' is not a file inside the output directory")
+            return nil
+        }
+        switch budget.read(directory + "/" + name, limit: limit) {
+        case .bytes(let bytes): return bytes
+        case .unreadable:
+            problem("\(name) is missing, unreadable or too large")
+            return nil
+        case .overBudget:
+            problem(budget.exhaustedProblem)
+            return nil
+        }
+    }
+
+    mutating func execute() throws(VerificationError) -> VerificationReport {
+        guard let masterBytes = read("master.m3u8", limit: VerificationRun.playlistLimit) else { return report }
+        let master: ParsedMasterPlaylist
+        do {
+            master = try ParsedMasterPlaylist(String(decoding: masterBytes, as: UTF8.self), name: "master.m3u8")
+        } catch {
+            problem("\(error)")
+            return report
+        }
+        var names: [String] = []
+        for uri in master.variants.map(\.uri) + master.media.compactMap({ $0["URI"] }) where !names.contains(uri) {
+            names.append(uri)
+        }
+        guard names.count <= VerificationRun.playlistCountLimit else {
+            problem("master.m3u8 names \(names.count) media playlists")
+            return report
+        }
+        var playlists: [(name: String, playlist: ParsedMediaPlaylist, map: String)] = []
+        for name in names {
+            guard let bytes = read(name, limit: VerificationRun.playlistLimit) else { continue }
+            let text = String(decoding: bytes, as: UTF8.self)
+            do {
+                let playlist = try ParsedMediaPlaylist(text, name: name)
+                let maps = text.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-MAP:") }
+                guard maps.count == 1,
+                    let attributes = try? AttributeList.parse(String(maps[0].dropFirst(11)), structure: name),
+                    let uri = attributes["URI"]
+                else {
+                    problem("\(name): needs exactly one EXT-X-MAP with a URI, has \(maps.count)")
+                    continue
+                }
+                for tag in playlist.unknownTags where !tag.hasSuffix("#EXT-X-MAP") {
+                    problem("unexpected tag at \(tag)")
+                }
+                if playlist.version != 6 {
+                    problem("\(name): EXT-X-VERSION \(playlist.version ?? 0), not the 6 EXT-X-MAP needs")
+                }
+                if !playlist.endList { problem("\(name): no EXT-X-ENDLIST") }
+                if let target = playlist.targetDuration {
+                    for segment in playlist.segments where roundedDuration(segment.duration) > target {
+                        problem(
+                            "\(name) line \(segment.line): EXTINF \(segment.duration) rounds above TARGETDURATION \(target)"
+                        )
+                    }
+                }
+                let mapIndex = text.range(of: "\n#EXT-X-MAP:")!.lowerBound
+                if let keyIndex = text.range(of: "\n#EXT-X-KEY:")?.lowerBound, keyIndex < mapIndex {
+                    problem("\(name): an EXT-X-KEY comes before the EXT-X-MAP, so the init segment would be encrypted")
+                }
+                playlists.append((name, playlist, uri))
+                report.playlists.append(name)
+            } catch {
+                problem("\(error)")
+            }
+        }
+        let methods = Set(playlists.flatMap { $0.playlist.keyLines.compactMap { $0["METHOD"] } }).subtracting(["NONE"])
+        if methods.count > 1 { problem("the playlists mix encryption methods: \(methods.sorted())") }
+        let method = methods.first ?? "NONE"
+        report.method = method
+        for entry in playlists {
+            for line in entry.playlist.keyLines where method.hasPrefix("SAMPLE-AES") && line["IV"] != nil {
+                problem("\(entry.name): an EXT-X-KEY with \(method) carries an IV; CENC's IVs are in tenc and senc")
+            }
+            if method != "NONE" && entry.playlist.keyLines.isEmpty { problem("\(entry.name) carries no EXT-X-KEY") }
+        }
+        if method != "NONE" && method != "AES-128" && method != "SAMPLE-AES" && method != "SAMPLE-AES-CTR" {
+            problem("EXT-X-KEY METHOD '\(method)' is not one GuardPlay writes in fMP4")
+            return report
+        }
+        if method != "NONE" { try resolveKey(playlists.flatMap { $0.playlist.keyLines }, method: method) }
+
+        var layout: OutputLayout? = nil
+        if let source {
+            do {
+                let reader = try SourceReader(path: source, stillFrames: 250, stillGOP: 150, maxPixels: maxPixels)
+                layout = OutputLayout(
+                    hasVideo: reader.plan.video != nil, audioCount: reader.plan.audio.count, separateAudio: true)
+            } catch {
+                throw VerificationError(
+                    kind: .source, sourceKind: error.kind, message: "cannot read the source: \(error.message)")
+            }
+            let expected = Set(layout!.playlists.map { $0.name + ".m3u8" })
+            if expected != Set(names) {
+                mismatch("the source makes playlists \(expected.sorted()) but master.m3u8 names \(names.sorted())")
+            }
+        }
+        for entry in playlists {
+            let slot = layout?.playlists.first { $0.name + ".m3u8" == entry.name }?.slots.first
+            try verifyTrack(entry.name, entry.playlist, map: entry.map, method: method, slot: slot)
+        }
+        if method != "AES-128" && !FileManager.default.fileExists(atPath: directory + "/manifest.mpd") {
+            problem("no manifest.mpd beside master.m3u8")
+        }
+        return report
+    }
+
+    private mutating func resolveKey(_ lines: [[String: String]], method: String) throws(VerificationError) {
+        if key == nil, let uri = lines.compactMap({ $0["URI"] }).first, !uri.isEmpty, !uri.contains(":") {
+            let path = uri.hasPrefix("/") ? uri : directory + "/" + uri
+            if let data = FileManager.default.contents(atPath: path), let parsed = KeyFileFormat.parse([UInt8](data)) {
+                key = parsed
+                report.notes.append("key read from the key URI \(uri)")
+            }
+        }
+        guard key != nil else {
+            throw VerificationError(
+                kind: .keyMissing, sourceKind: nil,
+                message: "the output is \(method) encrypted: give its key (--key-file or --key) to decrypt it")
+        }
+    }
+
+    // MARK: One track
+
+    /// What an init segment declares.
+    private struct TrackInfo {
+        var isVideo: Bool
+        var timescale: UInt32
+        var codec: String
+        var scheme: CENCScheme?
+        var perSampleIVSize = 0
+        var constantIV: [UInt8] = []
+        var crypt = 0
+        var skip = 0
+        var parameterSets: [[UInt8]] = []
+    }
+
+    private func child(_ bytes: [UInt8], _ box: Box, _ type: String, structure: String) throws(FormatError) -> Box {
+        let headers = ["stsd": 8, "encv": 78, "avc1": 78, "enca": 28, "mp4a": 28]
+        var reader = BoxReader(bytes, range: box.body, structure: structure + "/" + box.type)
+        try reader.skip(headers[box.type] ?? 0)
+        return try BoxReader.one(type, in: try reader.boxes(), structure: structure + "/" + box.type)
+    }
+
+    private func readInit(_ bytes: [UInt8], name: String, method: String) throws(FormatError) -> TrackInfo {
+        var top = BoxReader(bytes, structure: name)
+        let moov = try BoxReader.one("moov", in: try top.boxes(), structure: name)
+        let trak = try child(bytes, moov, "trak", structure: name)
+        let mdia = try child(bytes, trak, "mdia", structure: name)
+        var mdhd = BoxReader(bytes, box: try child(bytes, mdia, "mdhd", structure: name), structure: name)
+        let version = try mdhd.versionAndFlags().version
+        try mdhd.skip(version == 1 ? 16 : 8)
+        let timescale = try mdhd.u32()
+        guard timescale > 0 else { throw FormatError(name + " mdhd", "timescale 0") }
+        let stbl = try child(bytes, try child(bytes, mdia, "minf", structure: name), "stbl", structure: name)
+        let stsd = try child(bytes, stbl, "stsd", structure: name)
+        var stsdReader = BoxReader(bytes, range: stsd.body, structure: name + " stsd")
+        try stsdReader.skip(8)
+        let entries = try stsdReader.boxes()
+        guard entries.count == 1, let entry = entries.first else {
+            throw FormatError(name + " stsd", "holds \(entries.count) sample entries, not one")
+        }
+        let encrypted = method == "SAMPLE-AES" || method == "SAMPLE-AES-CTR"
+        guard ["encv", "enca", "avc1", "mp4a"].contains(entry.type) else {
+            throw FormatError(name + " stsd", "sample entry '\(entry.type)' is not one GuardPlay writes")
+        }
+        let isVideo = entry.type == "encv" || entry.type == "avc1"
+        if encrypted != (entry.type.hasPrefix("enc")) {
+            throw FormatError(name + " stsd", "sample entry '\(entry.type)' under METHOD=\(method)")
+        }
+        var info = TrackInfo(isVideo: isVideo, timescale: timescale, codec: isVideo ? "h264" : "aac")
+        if isVideo {
+            let avcC = try child(bytes, entry, "avcC", structure: name)
+            let record = Array(bytes[avcC.body])
+            info.parameterSets =
+                try AVCConfiguration(extradata: record).sequenceParameterSets
+                + AVCConfiguration(extradata: record).pictureParameterSets
+        }
+        guard encrypted else { return info }
+        let sinf = try child(bytes, entry, "sinf", structure: name)
+        var frma = BoxReader(bytes, box: try child(bytes, sinf, "frma", structure: name), structure: name)
+        let original = try frma.fourCC()
+        if original != (isVideo ? "avc1" : "mp4a") {
+            throw FormatError(
+                name + " frma", "original format '\(original)' for a \(isVideo ? "video" : "audio") track")
+        }
+        var schm = BoxReader(bytes, box: try child(bytes, sinf, "schm", structure: name), structure: name)
+        _ = try schm.versionAndFlags()
+        let schemeType = try schm.fourCC()
+        let expected: CENCScheme = method == "SAMPLE-AES" ? .cbcs : .cenc
+        guard schemeType == expected.rawValue, try schm.u32() == 0x0001_0000 else {
+            throw FormatError(
+                name + " schm", "scheme '\(schemeType)' where METHOD=\(method) needs '\(expected.rawValue)' version 1.0"
+            )
+        }
+        info.scheme = expected
+        let schi = try child(bytes, sinf, "schi", structure: name)
+        var tenc = BoxReader(bytes, box: try child(bytes, schi, "tenc", structure: name), structure: name + " tenc")
+        let tencVersion = try tenc.versionAndFlags().version
+        _ = try tenc.u8()
+        let pattern = try tenc.u8()
+        let isProtected = try tenc.u8()
+        info.perSampleIVSize = Int(try tenc.u8())
+        _ = try tenc.data(16)
+        if info.perSampleIVSize == 0 {
+            let size = Int(try tenc.u8())
+            info.constantIV = try tenc.data(size)
+        }
+        info.crypt = Int(pattern >> 4)
+        info.skip = Int(pattern & 0x0F)
+        guard isProtected == 1 else { throw FormatError(name + " tenc", "default_isProtected is \(isProtected)") }
+        if expected == .cbcs {
+            guard tencVersion == 1, info.perSampleIVSize == 0, info.constantIV.count == 16 else {
+                throw FormatError(name + " tenc", "cbcs needs version 1, a 16-byte constant IV and no per-sample IV")
+            }
+            let wanted = isVideo ? (1, 9) : (0, 0)
+            guard (info.crypt, info.skip) == wanted else {
+                throw FormatError(name + " tenc", "pattern \(info.crypt):\(info.skip), not \(wanted.0):\(wanted.1)")
+            }
+        } else {
+            guard info.perSampleIVSize == 8 else {
+                throw FormatError(name + " tenc", "cenc with \(info.perSampleIVSize)-byte IVs, not 8")
+            }
+        }
+        return info
+    }
+
+    private mutating func verifyTrack(
+        _ name: String, _ playlist: ParsedMediaPlaylist, map: String, method: String, slot: Int?
+    ) throws(VerificationError) {
+        guard let initBytes = read(map, limit: VerificationRun.playlistLimit) else { return }
+        let info: TrackInfo
+        do {
+            info = try readInit(initBytes, name: map, method: method)
+        } catch {
+            problem("\(error)")
+            return
+        }
+        var check = VerificationReport.StreamCheck(
+            playlist: name, kind: info.isVideo ? "video" : "audio", codec: info.codec, pid: nil, frames: 0,
+            decryptedUnits: 0)
+        check.isFragmented = true
+        let cipher = info.scheme.flatMap { try? CENCSampleCipher(scheme: $0, key: key ?? [], encrypt: false) }
+        var parameterSets = H264SliceHeader.ParameterSets()
+        for set in info.parameterSets { try? parameterSets.take(set) }
+        var expected: ExpectedSamples? = nil
+        if let source, let slot {
+            do {
+                expected = try ExpectedSamples(source: source, slot: slot, maxPixels: maxPixels)
+                check.framesEqual = 0
+                check.comparison = "bit-exact copy"
+            } catch {
+                throw VerificationError(
+                    kind: .source, sourceKind: error.kind, message: "cannot read the source: \(error.message)")
+            }
+        }
+        var nextDecodeTime: UInt64? = nil
+        for (index, segment) in playlist.segments.enumerated() {
+            guard var bytes = read(segment.uri, limit: VerificationRun.segmentLimit) else { continue }
+            report.segments += 1
+            if method == "AES-128" {
+                guard let key, let iv = segment.key?["IV"].flatMap({ [UInt8](hex: $0) }), iv.count == 16,
+                    let clear = try? AES128Padded.decrypt(bytes, key: key, iv: iv)
+                else {
+                    problem("\(segment.uri): cannot be decrypted with AES-128 and its EXT-X-KEY IV")
+                    continue
+                }
+                bytes = clear
+            }
+            let place = "\(segment.uri)"
+            let samples: [[UInt8]]
+            do {
+                samples = try readFragment(
+                    bytes, place: place, sequence: index + 1, info: info, nextDecodeTime: &nextDecodeTime,
+                    duration: segment.duration, parameterSets: &parameterSets, cipher: cipher, check: &check)
+            } catch {
+                problem("\(error)")
+                if expected != nil {
+                    // The samples after an unreadable fragment would not line up with the source's.
+                    expected = nil
+                    check.comparison = "until \(segment.uri), which could not be read"
+                }
+                continue
+            }
+            check.frames += samples.count
+            if var pending = expected {
+                for (number, sample) in samples.enumerated() {
+                    let want: [UInt8]?
+                    do {
+                        want = try pending.next()
+                    } catch {
+                        throw VerificationError(
+                            kind: .source, sourceKind: error.kind, message: "cannot read the source: \(error.message)")
+                    }
+                    if want == sample {
+                        check.framesEqual! += 1
+                    } else {
+                        mismatch(
+                            "\(place) sample \(number): \(want == nil ? "the source has no more frames" : "differs from the source")"
+                        )
+                    }
+                }
+                expected = pending
+            }
+        }
+        if var pending = expected {
+            check.sourceFrames = pending.produced
+            while (try? pending.next()) != nil { check.sourceFrames = pending.produced }
+            check.sourceFrames = pending.produced
+            if check.sourceFrames != check.frames {
+                mismatch("\(name): \(check.frames) samples, the source \(check.sourceFrames ?? 0)")
+            }
+        }
+        report.streams.append(check)
+    }
+
+    /// Checks one fragment and returns its samples, decrypted.
+    private func readFragment(
+        _ bytes: [UInt8], place: String, sequence: Int, info: TrackInfo, nextDecodeTime: inout UInt64?,
+        duration: Double, parameterSets: inout H264SliceHeader.ParameterSets, cipher: CENCSampleCipher?,
+        check: inout VerificationReport.StreamCheck
+    ) throws(FormatError) -> [[UInt8]] {
+        var top = BoxReader(bytes, structure: place)
+        let boxes = try top.boxes()
+        guard boxes.map(\.type) == ["moof", "mdat"] else {
+            throw FormatError(place, "holds boxes \(boxes.map(\.type)), not one moof and one mdat")
+        }
+        let moof = boxes[0]
+        let mdat = boxes[1]
+        var moofReader = BoxReader(bytes, box: moof, structure: place)
+        let moofChildren = try moofReader.boxes()
+        var mfhd = BoxReader(
+            bytes, box: try BoxReader.one("mfhd", in: moofChildren, structure: place + " moof"), structure: place)
+        _ = try mfhd.versionAndFlags()
+        let number = try mfhd.u32()
+        if number != sequence { throw FormatError(place + " mfhd", "sequence number \(number), expected \(sequence)") }
+        let traf = try BoxReader.one("traf", in: moofChildren, structure: place + " moof")
+        var trafReader = BoxReader(bytes, box: traf, structure: place + " moof")
+        let children = try trafReader.boxes()
+        let structure = place + " moof/traf"
+        var tfhd = BoxReader(
+            bytes, box: try BoxReader.one("tfhd", in: children, structure: structure), structure: structure)
+        let tfhdFlags = try tfhd.versionAndFlags().flags
+        _ = try tfhd.u32()
+        guard tfhdFlags & 0x02_0000 != 0, tfhdFlags & 0x01 == 0 else {
+            throw FormatError(
+                structure + " tfhd", "offsets are not from the moof (flags \(String(tfhdFlags, radix: 16)))")
+        }
+        if tfhdFlags & 0x02 != 0 { _ = try tfhd.u32() }
+        var defaultDuration: UInt32 = 0
+        var defaultSize: UInt32 = 0
+        if tfhdFlags & 0x08 != 0 { defaultDuration = try tfhd.u32() }
+        if tfhdFlags & 0x10 != 0 { defaultSize = try tfhd.u32() }
+        var tfdt = BoxReader(
+            bytes, box: try BoxReader.one("tfdt", in: children, structure: structure), structure: structure + " tfdt")
+        let tfdtVersion = try tfdt.versionAndFlags().version
+        let decodeTime = tfdtVersion == 1 ? try tfdt.u64() : UInt64(try tfdt.u32())
+        if let expected = nextDecodeTime, expected != decodeTime {
+            throw FormatError(
+                structure + " tfdt", "decoding time \(decodeTime), but the previous fragment ends at \(expected)")
+        }
+        var trun = BoxReader(
+            bytes, box: try BoxReader.one("trun", in: children, structure: structure), structure: structure + " trun")
+        let trunFlags = try trun.versionAndFlags().flags
+        let count = Int(try trun.u32())
+        guard trunFlags & 0x01 != 0 else { throw FormatError(structure + " trun", "has no data offset") }
+        let dataOffset = Int(Int32(bitPattern: try trun.u32()))
+        if trunFlags & 0x04 != 0 { _ = try trun.u32() }
+        guard count <= trun.remaining / 4 + 1 else {
+            throw FormatError(structure + " trun", "\(count) samples in \(trun.remaining) bytes")
+        }
+        var sizes: [Int] = []
+        var ticks: UInt64 = 0
+        for _ in 0..<count {
+            ticks += UInt64(trunFlags & 0x100 != 0 ? try trun.u32() : defaultDuration)
+            sizes.append(Int(trunFlags & 0x200 != 0 ? try trun.u32() : defaultSize))
+            if trunFlags & 0x400 != 0 { _ = try trun.u32() }
+            if trunFlags & 0x800 != 0 { _ = try trun.u32() }
+        }
+        nextDecodeTime = decodeTime + ticks
+        if abs(Double(ticks) / Double(info.timescale) - duration) > 0.0005 {
+            throw FormatError(
+                place, "its samples last \(Double(ticks) / Double(info.timescale)) s but EXTINF says \(duration)")
+        }
+        let payloadStart = mdat.body.lowerBound - moof.range.lowerBound
+        guard dataOffset == payloadStart else {
+            throw FormatError(
+                structure + " trun", "data offset \(dataOffset) does not point at the mdat payload (\(payloadStart))")
+        }
+        guard sizes.reduce(0, +) == mdat.body.count else {
+            throw FormatError(
+                place, "trun's sample sizes add up to \(sizes.reduce(0, +)) bytes, the mdat holds \(mdat.body.count)")
+        }
+
+        // The encryption records.
+        var records: [(iv: [UInt8], subsamples: [Subsample])] = Array(repeating: ([], []), count: count)
+        if cipher != nil {
+            let senc = try BoxReader.one("senc", in: children, structure: structure)
+            var reader = BoxReader(bytes, box: senc, structure: structure + " senc")
+            let sencFlags = try reader.versionAndFlags().flags
+            guard Int(try reader.u32()) == count else {
+                throw FormatError(structure + " senc", "sample count is not trun's \(count)")
+            }
+            let firstRecord = reader.position - moof.range.lowerBound
+            var recordSizes: [Int] = []
+            for index in 0..<count {
+                let start = reader.position
+                records[index].iv = try reader.data(info.perSampleIVSize)
+                if sencFlags & 2 != 0 {
+                    let entries = Int(try reader.u16())
+                    for _ in 0..<entries {
+                        records[index].subsamples.append(
+                            Subsample(clear: Int(try reader.u16()), protected: Int(try reader.u32())))
+                    }
+                    let covered = records[index].subsamples.reduce(0) { $0 + $1.clear + $1.protected }
+                    guard covered == sizes[index] else {
+                        throw FormatError(
+                            structure + " senc",
+                            "sample \(index)'s subsamples cover \(covered) bytes of \(sizes[index])")
+                    }
+                }
+                recordSizes.append(reader.position - start)
+            }
+            guard reader.remaining == 0 else {
+                throw FormatError(structure + " senc", "\(reader.remaining) bytes after the last record")
+            }
+            var saiz = BoxReader(
+                bytes, box: try BoxReader.one("saiz", in: children, structure: structure),
+                structure: structure + " saiz")
+            if try saiz.versionAndFlags().flags & 1 != 0 { try saiz.skip(8) }
+            let defaultInfoSize = Int(try saiz.u8())
+            guard Int(try saiz.u32()) == count else {
+                throw FormatError(structure + " saiz", "sample count is not trun's \(count)")
+            }
+            let infoSizes =
+                defaultInfoSize != 0
+                ? Array(repeating: defaultInfoSize, count: count) : try saiz.data(count).map(Int.init)
+            guard infoSizes == recordSizes else {
+                throw FormatError(
+                    structure + " saiz",
+                    "sizes \(infoSizes.prefix(8)) do not match senc's records \(recordSizes.prefix(8))")
+            }
+            var saio = BoxReader(
+                bytes, box: try BoxReader.one("saio", in: children, structure: structure),
+                structure: structure + " saio")
+            let saioVersion = try saio.versionAndFlags()
+            if saioVersion.flags & 1 != 0 { try saio.skip(8) }
+            guard try saio.u32() == 1 else { throw FormatError(structure + " saio", "needs exactly one offset") }
+            let offset = saioVersion.version == 1 ? Int(clamping: try saio.u64()) : Int(try saio.u32())
+            guard offset == firstRecord else {
+                throw FormatError(
+                    structure + " saio",
+                    "offset \(offset) does not point at senc's first record (\(firstRecord) from the moof)")
+            }
+        }
+
+        // The samples: clear ranges recomputed, then decrypted.
+        var samples: [[UInt8]] = []
+        var start = mdat.body.lowerBound
+        for index in 0..<count {
+            var sample = Array(bytes[start..<(start + sizes[index])])
+            start += sizes[index]
+            if info.isVideo {
+                var units: [(size: Int, clear: Int)] = []
+                var offset = 0
+                while offset < sample.count {
+                    guard sample.count - offset >= 4 else {
+                        throw FormatError(place, "sample \(index) ends inside a NAL length")
+                    }
+                    let length = Int(sample.bigEndianUInt32(at: offset))
+                    guard length > 0, length <= sample.count - offset - 4 else {
+                        throw FormatError(
+                            place, "sample \(index): NAL length \(length) at \(offset) runs past the sample")
+                    }
+                    let range = (offset + 4)..<(offset + 4 + length)
+                    let type = NALUnitType.of(sample[range.lowerBound])
+                    var clear = length
+                    if type == NALUnitType.nonIDRSlice || type == NALUnitType.idrSlice {
+                        let header = try sample.withBytes { raw throws(FormatError) in
+                            try H264SliceHeader(
+                                nal: UnsafeRawBufferPointer(rebasing: raw[range]), parameterSets: parameterSets)
+                        }
+                        clear = header.storedLength
+                    } else if type == NALUnitType.sequenceParameterSet || type == NALUnitType.pictureParameterSet {
+                        try parameterSets.take(Array(sample[range]))
+                    }
+                    units.append((4 + length, 4 + clear))
+                    offset = range.upperBound
+                }
+                if let cipher {
+                    let recomputed = SubsampleMap.make(units, scheme: cipher.scheme)
+                    guard recomputed == records[index].subsamples else {
+                        throw FormatError(
+                            place,
+                            "sample \(index): senc maps subsamples \(Self.describe(records[index].subsamples)) but the slice "
+                                + "headers give \(Self.describe(recomputed))")
+                    }
+                }
+            } else if cipher != nil, !records[index].subsamples.isEmpty {
+                throw FormatError(place, "audio sample \(index) is signalled with subsamples; audio is whole-block")
+            }
+            if let cipher {
+                do {
+                    try cipher.process(
+                        &sample, subsamples: records[index].subsamples,
+                        iv: info.perSampleIVSize == 0 ? info.constantIV : records[index].iv, crypt: info.crypt,
+                        skip: info.skip)
+                } catch {
+                    throw FormatError(place, "sample \(index) cannot be decrypted: \(error)")
+                }
+                check.decryptedUnits += 1
+            }
+            samples.append(sample)
+        }
+        return samples
+    }
+
+    private static func describe(_ map: [Subsample]) -> String {
+        map.prefix(6).map { "\($0.clear)+\($0.protected)" }.joined(separator: ",") + (map.count > 6 ? ",…" : "")
+    }
+}
+
+/// The samples the packager makes of one source stream, in order, by the same conversion.
+struct ExpectedSamples {
+    private let reader: SourceReader
+    private let slot: Int
+    private var builder = H264SampleBuilder()
+    private var queue: [[UInt8]] = []
+    /// Samples handed out so far.
+    private(set) var produced = 0
+
+    init(source: String, slot: Int, maxPixels: Int) throws(PackagingError) {
+        reader = try SourceReader(path: source, stillFrames: 250, stillGOP: 150, maxPixels: maxPixels)
+        self.slot = slot
+    }
+
+    /// The next sample, or nil at the end of the stream.
+    mutating func next() throws(PackagingError) -> [UInt8]? {
+        while queue.isEmpty {
+            guard let (unitSlot, unit) = try reader.next() else { return nil }
+            guard unitSlot == slot else { continue }
+            do {
+                if reader.plan.streams[slot].codec == .h264 {
+                    queue.append(try builder.sample(bytes: unit.bytes, nalUnits: unit.nalUnits).bytes)
+                } else {
+                    queue += try AACSampleBuilder.samples(unit.bytes)
+                }
+            } catch {
+                throw PackagingError(.inputCorrupt, "the source's stream cannot be converted: \(error)")
+            }
+        }
+        produced += 1
+        return queue.removeFirst()
+    }
+}
