@@ -72,8 +72,12 @@ let package = Package(
             exclude: ["Fixtures"]),
         .testTarget(name: "ProtectionTests", dependencies: ["Protection", "ProcessTestSupport"]),
         .testTarget(name: "PlayerTests", dependencies: ["Player", "MediaCore", "CaptureMonitor"]),
-        .testTarget(name: "MediaFormatsTests", dependencies: ["MediaFormats", "Crypto", "ProcessTestSupport"]),
-        .testTarget(name: "PackagerTests", dependencies: ["Packager", "MediaFormats", "MediaCore", "Crypto"]),
+        .testTarget(
+            name: "MediaFormatsTests",
+            dependencies: ["MediaFormats", "Crypto", "ProcessTestSupport", "FormatTestSupport"]),
+        .testTarget(
+            name: "PackagerTests",
+            dependencies: ["Packager", "MediaFormats", "MediaCore", "Crypto", "FormatTestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Crypto", "PostgresTestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport", "ProcessTestSupport"]),
         .testTarget(
@@ -93,6 +97,8 @@ let package = Package(
         // A raw HTTP/1.1 client for tests that must send exactly the bytes they mean.
         .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
         // A throwaway PostgreSQL cluster (initdb, pg_ctl) per test process, a database per test.
+        // A plain reference for the SAMPLE-AES and cbcs ciphers, shared by the format and packager tests.
+        .target(name: "FormatTestSupport", dependencies: ["MediaFormats", "Crypto"], path: "Tests/FormatTestSupport"),
         .target(name: "PostgresTestSupport", dependencies: ["ProcessTestSupport"], path: "Tests/PostgresTestSupport"),
     ]
 )

@@ -7,19 +7,19 @@ public struct H264SequenceParameterSet: Equatable, Sendable {
     /// Height in pixels: map units × 16, doubled for field coding, before cropping.
     public var height: Int
     /// The fields a slice header's layout depends on (§7.3.3), and the avcC extension's.
-    var id: UInt32 = 0
-    var profile: UInt32 = 0
-    var chromaFormat: UInt32 = 1
-    var separateColourPlane = false
-    var bitDepthLuma: UInt32 = 8
-    var bitDepthChroma: UInt32 = 8
-    var log2MaxFrameNumber = 4
-    var pictureOrderCountType: UInt32 = 0
-    var log2MaxPictureOrderCountLSB = 4
-    var deltaPictureOrderAlwaysZero = false
-    var frameMacroblocksOnly = true
+    public var id: UInt32 = 0
+    public var profile: UInt32 = 0
+    public var chromaFormat: UInt32 = 1
+    public var separateColourPlane = false
+    public var bitDepthLuma: UInt32 = 8
+    public var bitDepthChroma: UInt32 = 8
+    public var log2MaxFrameNumber = 4
+    public var pictureOrderCountType: UInt32 = 0
+    public var log2MaxPictureOrderCountLSB = 4
+    public var deltaPictureOrderAlwaysZero = false
+    public var frameMacroblocksOnly = true
     /// PicSizeInMapUnits (§7.4.2.1.1).
-    var pictureSizeInMapUnits = 0
+    public var pictureSizeInMapUnits = 0
 
     /// Profiles whose SPS carries chroma format, bit depths and scaling matrices.
     private static let highProfiles: Set<UInt32> = [100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135]

@@ -1,3 +1,5 @@
+import MediaFormats
+
 /// One ISO BMFF box found in a byte array: its type and where it and its body lie.
 struct Box: Equatable {
     /// The four-character type.

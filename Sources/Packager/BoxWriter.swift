@@ -1,3 +1,5 @@
+import MediaFormats
+
 /// Writes ISO base media file format boxes (ISO/IEC 14496-12 §4.2) into bytes: `begin` writes a size
 /// placeholder and the type, `end` patches the size of the innermost open box, so nested boxes need no
 /// size computed in advance. Every field is big-endian.

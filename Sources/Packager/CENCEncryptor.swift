@@ -1,4 +1,5 @@
 import Crypto
+import MediaFormats
 
 /// The Common Encryption schemes the packager writes (ISO/IEC 23001-7).
 enum CENCScheme: String, Sendable, Equatable {

@@ -1,3 +1,5 @@
+import MediaFormats
+
 /// Turns the packager's Annex-B H.264 access units into CMAF samples: 4-byte NAL lengths, no access
 /// unit delimiters, the first parameter sets moved to `avcC` (later ones that differ kept in band), and
 /// for each NAL unit the bytes that stay clear under CENC, from its own slice-header parse.

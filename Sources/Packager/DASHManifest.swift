@@ -1,4 +1,5 @@
 import Foundation
+import MediaFormats
 
 /// A static DASH MPD (ISO/IEC 23009-1) for CMAF tracks: one adaptation set per track, each segment
 /// listed in a `SegmentTimeline` under a `SegmentTemplate`, and for CENC the `mp4protection`

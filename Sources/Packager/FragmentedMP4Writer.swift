@@ -1,3 +1,5 @@
+import MediaFormats
+
 /// How a CMAF track is encrypted: the scheme and what `tenc` carries.
 struct TrackEncryption: Equatable, Sendable {
     var scheme: CENCScheme

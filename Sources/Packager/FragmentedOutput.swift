@@ -1,3 +1,5 @@
+import MediaFormats
+
 /// The segments of one CMAF track as they are written: samples gathered until a cut, then one file of
 /// a `moof` and an `mdat` (encrypted whole under AES-128), with the records the playlists and the DASH
 /// manifest are made from.

@@ -1,4 +1,5 @@
 import Crypto
+import MediaFormats
 
 /// One packaging job's run in CMAF: a track per rendition (video, each audio stream), each written as
 /// an init segment and `moof`+`mdat` segments, with SAMPLE-AES as CENC `cbcs`, or `cenc`, AES-128 or

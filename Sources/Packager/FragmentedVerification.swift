@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import MediaFormats
 
 /// `verify` of CMAF output (`--container fmp4`): the playlists' EXT-X-MAP and key lines, every init
 /// segment's sample entry and protection boxes (`frma`, `schm`, `tenc`), every fragment's boxes and
@@ -73,7 +74,7 @@ struct FragmentedVerification {
                 let playlist = try ParsedMediaPlaylist(text, name: name)
                 let maps = text.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-MAP:") }
                 guard maps.count == 1,
-                    let attributes = try? AttributeList.parse(String(maps[0].dropFirst(11)), structure: name),
+                    let attributes = try? AttributeList(strict: String(maps[0].dropFirst(11)), structure: name),
                     let uri = attributes["URI"]
                 else {
                     problem("\(name): needs exactly one EXT-X-MAP with a URI, has \(maps.count)")
@@ -117,7 +118,9 @@ struct FragmentedVerification {
             problem("EXT-X-KEY METHOD '\(method)' is not one GuardPlay writes in fMP4")
             return report
         }
-        if method != "NONE" { try resolveKey(playlists.flatMap { $0.playlist.keyLines }, method: method) }
+        if method != "NONE" {
+            try resolveKey(playlists.flatMap { $0.playlist.keyLines.map(\.dictionary) }, method: method)
+        }
 
         var layout: OutputLayout? = nil
         if let source {

@@ -1,3 +1,5 @@
+import MediaFormats
+
 /// The fields of an H.264 picture parameter set (H.264 §7.3.2.2) that a slice header's layout depends on.
 struct H264PictureParameterSet: Equatable {
     var id: UInt32

@@ -1,3 +1,5 @@
+import MediaFormats
+
 /// The length of an H.264 slice header (H.264 §7.3.3), parsed against its SPS and PPS: what `cbcs` and
 /// `cenc` leave clear in a slice NAL unit, and what Apple's clients recompute for themselves, so it
 /// must be exact.

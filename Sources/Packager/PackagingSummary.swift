@@ -1,3 +1,5 @@
+import MediaFormats
+
 /// What the TS and the CMAF runs both derive from what they wrote: measured bit rates, the audio
 /// renditions of the master playlist, and the result's stream list.
 enum PackagingSummary {

@@ -1,3 +1,4 @@
+import FormatTestSupport
 import Testing
 
 @testable import MediaFormats

@@ -1,4 +1,5 @@
 import Crypto
+import FormatTestSupport
 import Testing
 
 @testable import MediaFormats

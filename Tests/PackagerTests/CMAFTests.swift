@@ -1,4 +1,6 @@
 import Crypto
+import FormatTestSupport
+import MediaFormats
 import Testing
 
 @testable import Packager

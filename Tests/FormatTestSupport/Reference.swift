@@ -5,12 +5,12 @@ import Crypto
 /// A deliberately plain reference for the SAMPLE-AES rules, written from the specification's text and
 /// independent of the packager's code: one AES block at a time, the CBC chain carried by hand, the
 /// emulation prevention done byte by byte with a zero counter.
-enum Reference {
-    static let key: [UInt8] = Array(0..<16).map { UInt8($0 * 17 & 0xFF) }
-    static let iv: [UInt8] = Array(0..<16).map { UInt8(0xF0 - $0) }
+public enum Reference {
+    public static let key: [UInt8] = Array(0..<16).map { UInt8($0 * 17 & 0xFF) }
+    public static let iv: [UInt8] = Array(0..<16).map { UInt8(0xF0 - $0) }
 
     /// AES-128 of one block after XOR with `chain`: one CBC step.
-    static func encryptBlock(_ block: [UInt8], chain: [UInt8], key: [UInt8] = key) -> [UInt8] {
+    public static func encryptBlock(_ block: [UInt8], chain: [UInt8], key: [UInt8] = key) -> [UInt8] {
         let cipher = try! AESCBC(key: key, encrypt: true)
         try! cipher.restart(iv: chain)
         var bytes = block
@@ -19,7 +19,7 @@ enum Reference {
     }
 
     /// The plaintext block that encrypts to `ciphertext` when chained from `chain`.
-    static func plaintextBlock(for ciphertext: [UInt8], chain: [UInt8], key: [UInt8] = key) -> [UInt8] {
+    public static func plaintextBlock(for ciphertext: [UInt8], chain: [UInt8], key: [UInt8] = key) -> [UInt8] {
         let cipher = try! AESCBC(key: key, encrypt: false)
         try! cipher.restart(iv: chain)
         var bytes = ciphertext
@@ -28,7 +28,7 @@ enum Reference {
     }
 
     /// H.264 emulation prevention, one byte at a time.
-    static func escape(_ bytes: [UInt8]) -> [UInt8] {
+    public static func escape(_ bytes: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         var zeros = 0
         for byte in bytes {
@@ -45,7 +45,7 @@ enum Reference {
     /// A SAMPLE-AES video NAL unit as the specification describes it: types 1 and 5 over 48 bytes get
     /// 32 clear bytes, then one encrypted block every 160 bytes while more than 16 bytes remain, the
     /// chain running through those blocks; then emulation prevention again.
-    static func encryptNAL(_ nal: [UInt8]) -> [UInt8] {
+    public static func encryptNAL(_ nal: [UInt8]) -> [UInt8] {
         let type = nal[0] & 0x1F
         guard type == 1 || type == 5, nal.count > 48 else { return nal }
         var out = nal
@@ -61,7 +61,7 @@ enum Reference {
     }
 
     /// A SAMPLE-AES audio frame: `clear` bytes, then whole blocks chained from the IV, tail clear.
-    static func encryptAudioFrame(_ frame: [UInt8], clear: Int) -> [UInt8] {
+    public static func encryptAudioFrame(_ frame: [UInt8], clear: Int) -> [UInt8] {
         var out = frame
         var chain = iv
         var offset = clear
@@ -75,7 +75,7 @@ enum Reference {
     }
 
     /// Deterministic pseudo-random bytes (a linear congruential generator), so tests are repeatable.
-    static func bytes(_ count: Int, seed: UInt32) -> [UInt8] {
+    public static func bytes(_ count: Int, seed: UInt32) -> [UInt8] {
         var state = seed &* 2_654_435_761 &+ 1
         return (0..<count).map { _ in
             state = state &* 1_664_525 &+ 1_013_904_223
