@@ -106,7 +106,10 @@ public struct APIProblem: ProblemConvertible, Sendable {
 
 extension GatewayError: ProblemConvertible {
     public var problem: Problem {
-        Problem(code: code, title: title, status: status, detail: detail)
+        // An unreachable database is usually back within seconds.
+        Problem(
+            code: code, title: title, status: status, detail: detail,
+            retryAfter: code == "storage-unavailable" ? 2 : nil)
     }
 
     private var title: String {
@@ -151,6 +154,11 @@ extension APITokenRefusal: ProblemConvertible {
             Problem(
                 code: rawValue, title: "Insufficient scope", status: 403,
                 detail: "The API token does not grant the scope this route needs.")
+        case .storeUnavailable:
+            Problem(
+                code: rawValue, title: "Unavailable", status: 503,
+                detail: "The gateway cannot reach its database to check the API token. Try again shortly.",
+                retryAfter: 2)
         }
     }
 
@@ -158,7 +166,7 @@ extension APITokenRefusal: ProblemConvertible {
         switch self {
         case .missing: bearerChallenge(realm: "guard-play", invalid: false)
         case .invalid, .revoked: bearerChallenge(realm: "guard-play", invalid: true)
-        case .insufficientScope: nil
+        case .insufficientScope, .storeUnavailable: nil
         }
     }
 }

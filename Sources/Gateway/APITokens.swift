@@ -24,6 +24,8 @@ public enum APITokenRefusal: String, Error, Sendable, Equatable {
     case revoked = "api-token-revoked"
     /// The token lacks the scope the route needs.
     case insufficientScope = "insufficient-scope"
+    /// The store holding the tokens cannot be reached (503: the token may well be good).
+    case storeUnavailable = "storage-unavailable"
 }
 
 /// API tokens: `gp_{id}_{secret}`, where `id` (16 hex digits) finds the stored record and `secret`

@@ -182,7 +182,8 @@ public final class Gateway: Sendable {
 
     /// Why the gateway should not take traffic now (its audit trail cannot be written), or nil.
     public var unreadyReason: String? {
-        audit.failure.map { "The audit log cannot be written to the store: \($0)" }
+        if !store.isReachable { return "The gateway cannot reach its database (\(store.location))." }
+        return audit.failure.map { "The audit log cannot be written to the store: \($0)" }
     }
 
     /// Seconds a client refused for too many refusals should wait.
@@ -427,7 +428,7 @@ public final class Gateway: Sendable {
     public func authenticate(bearer token: String?) -> Result<Set<Scope>, APITokenRefusal> {
         do { return try APITokens.authenticate(token, in: store) } catch {
             log("store: \(error)")
-            return .failure(.invalid)
+            return .failure(error.isUnavailable ? .storeUnavailable : .invalid)
         }
     }
 

@@ -46,9 +46,15 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
 
     public var description: String { "\(code): \(detail)" }
 
-    /// The answer to a failed store call: a full disk (SQLite's `SQLITE_FULL`, primary code 13) is the
-    /// gateway being unable to take the request for now (503), anything else a storage error (500).
+    /// The answer to a failed store call: a full disk (SQLite's `SQLITE_FULL`, primary code 13) or an
+    /// unreachable PostgreSQL is the gateway being unable to take the request for now (503), anything
+    /// else a storage error (500).
     static func storage(_ error: StoreError) -> GatewayError {
+        if error.isUnavailable {
+            return GatewayError(
+                .unavailable, code: "storage-unavailable",
+                detail: "The gateway cannot reach its database; nothing was changed. Try again shortly.")
+        }
         if error.code & 0xFF == 13 {
             return GatewayError(
                 .unavailable, code: "storage-full",

@@ -46,7 +46,9 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
 
     /// Listens for session events on a connection of its own, reconnecting by itself.
     public override func listen(_ onNotify: @escaping @Sendable () -> Void) -> StoreListener? {
-        PostgresListener(url: url, channel: Self.eventChannel, onNotify: onNotify)
+        PostgresListener(url: url, channel: Self.eventChannel, onNotify: onNotify) { [weak self] reachable in
+            self?.setReachable(reachable)
+        }
     }
 }
 
@@ -57,26 +59,36 @@ final class PostgresListener: StoreListener {
     private let stopped = Mutex(false)
     private let finished = DispatchSemaphore(value: 0)
 
-    init(url: String, channel: String, onNotify: @escaping @Sendable () -> Void) {
+    /// Listens on `url`; `onReachability` hears each connection made (true) or lost or refused (false).
+    init(
+        url: String, channel: String, onNotify: @escaping @Sendable () -> Void,
+        onReachability: @escaping @Sendable (Bool) -> Void
+    ) {
         // The thread holds the listener until `stop` ends it.
-        let thread = Thread { self.run(url: url, channel: channel, onNotify: onNotify) }
+        let thread = Thread {
+            self.run(url: url, channel: channel, onNotify: onNotify, onReachability: onReachability)
+        }
         thread.name = "store-listener"
         thread.start()
     }
 
     private var isStopped: Bool { stopped.withLock { $0 } }
 
-    private func run(url: String, channel: String, onNotify: @Sendable () -> Void) {
+    private func run(
+        url: String, channel: String, onNotify: @Sendable () -> Void, onReachability: @Sendable (Bool) -> Void
+    ) {
         defer { finished.signal() }
         while !isStopped {
             do {
                 let connection = try PostgresConnection(url: url)
                 try connection.execute("LISTEN \(channel)")
+                onReachability(true)
                 onNotify()
                 while !isStopped {
                     if try connection.waitForNotifications(timeout: 0.2) > 0 { onNotify() }
                 }
             } catch {
+                onReachability(false)
                 if !isStopped { usleep(500_000) }
             }
         }

@@ -13,6 +13,7 @@ import Synchronization
 public class SQLStore: Store, @unchecked Sendable {
     private let lock = Mutex(())
     private let connection: any SQLConnection
+    private let reachable = Mutex(true)
     let kek: KeyEncryptionKey
     let dialect: SQLDialect
 
@@ -25,8 +26,20 @@ public class SQLStore: Store, @unchecked Sendable {
     /// Runs `body` with the connection, one caller at a time.
     @discardableResult
     func with<T: Sendable>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        try lock.withLock { _ throws(StoreError) in try body(connection) }
+        do {
+            let result = try lock.withLock { _ throws(StoreError) in try body(connection) }
+            setReachable(true)
+            return result
+        } catch {
+            if error.isUnavailable { setReachable(false) }
+            throw error
+        }
     }
+
+    /// False while the database cannot be reached.
+    public var isReachable: Bool { reachable.withLock { $0 } }
+
+    func setReachable(_ value: Bool) { reachable.withLock { $0 = value } }
 
     /// Runs one UPDATE or DELETE; true when it changed a row.
     func changed(_ sql: String, _ values: [SQLValue]) throws(StoreError) -> Bool {

@@ -14,6 +14,9 @@ public protocol Store: AuditWriting {
     func schemaVersion() throws(StoreError) -> Int
     /// Bytes the database takes on disk.
     var sizeInBytes: Int { get }
+    /// False while the database cannot be reached (PostgreSQL, since its last call or the listener's
+    /// last attempt); always true for SQLite.
+    var isReachable: Bool { get }
     /// True when other gateway nodes may share this store (PostgreSQL): what a node does not hold in
     /// memory it looks up here, and it hears of other nodes' changes through `listen`.
     var isShared: Bool { get }

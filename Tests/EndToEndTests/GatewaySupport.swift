@@ -139,7 +139,10 @@ final class GatewayServer {
 
     /// Creates an API token with `scopes` through `guard-play tokens create`.
     func token(_ scopes: String = "admin") throws -> String {
-        let command = asUser + [guardPlayBinary, "tokens", "create", "--scope", scopes, "--data", dataDirectory]
+        // The same store as the server's: `--store` when the test gave one.
+        let store = extraArguments.firstIndex(of: "--store").map { ["--store", extraArguments[$0 + 1]] } ?? []
+        let command =
+            asUser + [guardPlayBinary, "tokens", "create", "--scope", scopes, "--data", dataDirectory] + store
         let result = try run(command[0], Array(command.dropFirst()), environment: environment)
         guard result.status == 0 else { throw RawClientError("tokens create failed: \(result.stderr)") }
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)

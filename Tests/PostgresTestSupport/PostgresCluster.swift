@@ -88,6 +88,20 @@ public final class PostgresCluster: Sendable {
         return url(database: name)
     }
 
+    /// The rows `sql` returns from the database at `url`, one line each with columns split by `|`
+    /// (`psql -At`).
+    public func query(_ sql: String, url: String) throws -> String {
+        let log = directory + "/query-\(UUID().uuidString).out"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let child = try SpawnedProcess(
+            Self.closingDescriptors(["/usr/bin/psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql]),
+            output: log, errors: log)
+        let status = child.wait(timeout: 30)
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        guard status == 0 else { throw SpawnError("psql \(sql): \(output)") }
+        return output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// Runs `arguments` as the cluster's owner and waits for it; throws with its output when it fails.
     public func run(_ arguments: [String]) throws { try Self.run(in: directory, arguments) }
 

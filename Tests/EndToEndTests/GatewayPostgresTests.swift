@@ -1,0 +1,164 @@
+import Foundation
+import HTTPTestSupport
+import PostgresTestSupport
+import ProcessTestSupport
+import Testing
+
+/// Several `guard-play serve` processes on one PostgreSQL database (`--store`), as nodes behind a
+/// load balancer: the state outlives a restart, any node serves any session, and revocations and
+/// capture reports reach every node within a second.
+@Suite(.serialized, .timeLimit(.minutes(5))) struct GatewayPostgresTests {
+    /// A new database on the test process's cluster.
+    func database() throws -> String { try PostgresCluster.shared.get().createDatabase() }
+
+    func query(_ sql: String, _ url: String) throws -> String {
+        try PostgresCluster.shared.get().query(sql, url: url)
+    }
+
+    @Test func keepsRowsAndKeysInPostgreSQLAcrossARestart() throws {
+        let url = try database()
+        let server = try GatewayServer(["--store", url])
+        let (admin, clip, session, token) = try server.servingClip()
+        #expect(try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").body == clip.key)
+        // The state is in PostgreSQL, not in a SQLite file under --data.
+        #expect(!FileManager.default.fileExists(atPath: server.database))
+        #expect(try query("SELECT count(*) FROM sessions WHERE id = '\(session)'", url) == "1")
+        #expect(try query("SELECT count(*) FROM api_tokens", url) == "1")
+        // Wrapped: the stored key is not the key.
+        let wrapped = try query("SELECT encode(wrapped, 'hex') FROM content_keys", url)
+        #expect(wrapped.count == 2 * (12 + 16 + 16) && !wrapped.contains(clip.key.hexString))
+
+        #expect(server.stop() == 0)
+        try server.start()
+        let key = try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)")
+        #expect(key.status == 200 && key.body == clip.key)
+        #expect(try server.call("GET", "/v1/sessions/\(session)", token: admin).status == 200)
+        #expect(try server.call("GET", "/v1/assets/clip", token: admin).status == 200)
+        // Audit rows reached the database too (written in batches, flushed at the stop).
+        #expect(Int(try query("SELECT count(*) FROM audit WHERE action = 'key'", url)) ?? 0 >= 1)
+    }
+
+    @Test func refusesAStoreThatIsNeitherSQLiteNorAPostgreSQLURL() throws {
+        for (arguments, environment) in [
+            (["serve", "--store", "mysql://db/x", "--check-config"], [String: String]()),
+            (["serve", "--check-config"], ["GUARDPLAY_STORE": "mysql://db/x"]),
+            (["tokens", "list", "--store", "mysql://db/x"], [:]),
+        ] {
+            let result = try run(guardPlayBinary, arguments, environment: environment)
+            #expect(result.status == 3, "\(arguments) \(result.stderr)")
+            #expect(result.stderr.contains("'mysql://db/x' is neither 'sqlite' nor a postgres:// or postgresql:// URL"))
+        }
+        // A password in the URL is not repeated in messages.
+        let secret = try run(guardPlayBinary, ["serve", "--store", "postgres://u:hunter2@db/x", "--check-config"])
+        #expect(
+            secret.status == 0 && secret.stdout.contains("postgres://u:***@db/x") && !secret.stdout.contains("hunter2"))
+    }
+
+    @Test func aNodeWithAnotherKEKRefusesToStart() throws {
+        let url = try database()
+        let first = try GatewayServer(["--store", url])
+        _ = try first.token("admin")
+        #expect {
+            _ = try GatewayServer(
+                ["--store", url], environment: ["GUARDPLAY_KEK": String(repeating: "17e3", count: 16)])
+        } throws: { error in
+            "\(error)".contains("exited 1")
+                && "\(error)".contains(
+                    "this node's key-encryption key is not the one the database's keys are wrapped under")
+        }
+    }
+
+    @Test func aSessionMadeOnOneNodeGetsKeysAndPlaylistsFromAnother() throws {
+        let url = try database()
+        let node1 = try GatewayServer(["--store", url])
+        let node2 = try GatewayServer(["--store", url])
+        // Imported and the session made on node 1 after node 2 started: node 2 learns both from the
+        // database.
+        let (admin, clip, session, token) = try node1.servingClip()
+        let key = try node2.call("GET", "/v1/keys/\(clip.kid)?token=\(token)")
+        #expect(key.status == 200 && key.body == clip.key, "\(key.status) \(key.text) \(node2.log)")
+        let master = try node2.call("GET", "/v1/hls/clip/master.m3u8?token=\(token)")
+        #expect(master.status == 200 && master.text.contains("#EXTM3U"), "\(master.status) \(master.text)")
+        #expect(try node2.call("GET", "/v1/sessions/\(session)", token: admin).status == 200)
+        // And the API token made through node 1's store works on node 2.
+        #expect(try node2.call("GET", "/v1/assets", token: admin).status == 200)
+    }
+
+    @Test func aRevocationOnOneNodeIsRefusedOnAnotherWithinASecond() throws {
+        let url = try database()
+        let node1 = try GatewayServer(["--store", url])
+        let node2 = try GatewayServer(["--store", url])
+        let (admin, clip, session, token) = try node1.servingClip()
+        // Node 2 holds the session (and the key) in memory before the revocation.
+        #expect(try node2.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 200)
+
+        #expect(try node1.call("DELETE", "/v1/sessions/\(session)", token: admin).status == 204)
+        let revoked = Date()
+        var last: RawResponse?
+        let refused = eventually(timeout: 1) {
+            last = try? node2.call("GET", "/v1/keys/\(clip.kid)?token=\(token)")
+            return last?.status == 403
+        }
+        let elapsed = Date().timeIntervalSince(revoked)
+        #expect(refused, "node 2 still answered \(last?.status ?? 0) after \(elapsed) s")
+        #expect(last?.json?["type"] as? String == "/problems/session-revoked")
+        #expect(elapsed < 1)
+    }
+
+    @Test func aCaptureReportToOneNodeReachesAnEventStreamOnAnotherWithinASecond() throws {
+        let url = try database()
+        let node1 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let node2 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let node3 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let (admin, clip, session, token) = try node1.servingClip(denyKeysWhileCapturing: true)
+        let stream = try EventStreamReader(port: node3.port, target: "/v1/sessions/\(session)/events?token=\(token)")
+        #expect(stream.status == 200)
+        #expect(stream.next("capture-state", containing: #""state":"unknown""#) != nil)
+
+        let body = #"{"capturing":true,"seq":1,"observedAt":"\#(ISO8601DateFormatter().string(from: Date()))"}"#
+        let report = try node2.call("PUT", "/v1/sessions/\(session)/capture-state?token=\(token)", body: body)
+        #expect(report.status == 200, "\(report.text)")
+        let reported = Date()
+        let event = stream.next("capture-state", containing: #""state":"capturing""#, timeout: 1)
+        #expect(event != nil, "\(stream.transcript)")
+        #expect(Date().timeIntervalSince(reported) < 1)
+        // Node 3 now refuses the key as the reporting node does.
+        let key = try node3.call("GET", "/v1/keys/\(clip.kid)?token=\(token)")
+        #expect(key.status == 403 && key.json?["type"] as? String == "/problems/capture-active")
+
+        // A revocation on node 1 ends node 3's stream.
+        #expect(try node1.call("DELETE", "/v1/sessions/\(session)", token: admin).status == 204)
+        #expect(stream.next("revoked", timeout: 1) != nil, "\(stream.transcript)")
+    }
+
+    @Test func servesCachedKeysThroughADatabaseOutageAnswers503ForTheRestAndReconnects() throws {
+        // A cluster of its own, since this test stops it.
+        let cluster = try PostgresCluster()
+        defer { cluster.remove() }
+        let url = try cluster.createDatabase()
+        let server = try GatewayServer(["--store", url])
+        let (admin, clip, _, token) = try server.servingClip()
+        #expect(try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 200)
+        #expect(try server.call("GET", "/readyz").status == 200)
+
+        try cluster.stop()
+        // A cached key for a valid token needs no database.
+        let key = try server.call("GET", "/v1/keys/\(clip.kid)?token=\(token)")
+        #expect(key.status == 200 && key.body == clip.key, "\(key.status) \(key.text)")
+        // What needs it is a 503 problem with Retry-After, never a 500 or a hang.
+        let create = try server.call("POST", "/v1/sessions", token: admin, body: #"{"asset":"clip"}"#)
+        #expect(create.status == 503, "\(create.status) \(create.text)")
+        #expect(create.header("Retry-After") == "2")
+        #expect(create.header("Content-Type")?.hasPrefix("application/problem+json") == true)
+        #expect(create.text.contains("storage-unavailable"))
+        #expect(eventually(timeout: 5) { (try? server.call("GET", "/readyz").status) == 503 })
+
+        try cluster.start()
+        let back = Date()
+        #expect(eventually(timeout: 5) { (try? server.call("GET", "/readyz").status) == 200 }, "\(server.log)")
+        #expect(Date().timeIntervalSince(back) < 5)
+        let again = try server.call("POST", "/v1/sessions", token: admin, body: #"{"asset":"clip"}"#)
+        #expect(again.status == 201, "\(again.status) \(again.text)")
+        #expect(server.isRunning)
+    }
+}
