@@ -123,7 +123,7 @@ import Testing
         let song = fixture("song.m4a")
         try expectRefusal(song, ["--key-file", "OUT/k.key"], status: 2, says: ["inside the output"])
         try expectRefusal(song, ["--key", "abcd"], status: 3, says: ["--key"])
-        try expectRefusal(song, ["--encryption", "cbcs"], status: 3, says: ["sample-aes, aes-128 or none"])
+        try expectRefusal(song, ["--encryption", "cbcs"], status: 3, says: ["sample-aes, cenc, aes-128 or none"])
         try expectRefusal(song, ["--segment-duration", "0.5"], status: 3, says: ["between 1 and 60"])
         try expectRefusal(song, ["--key-format", "fairplay", "--encryption", "aes-128"], status: 3, says: ["FairPlay"])
         try expectRefusal(song, ["--key-uri", "https://k/\"{kid}"], status: 3, says: ["quote"])
