@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // GuardPlay: one executable, `guard-play`, over layered targets. Arrows point down only:
-// CLI → ControlAPI/HTTPServer, Gateway/Store, Player/Protection/CaptureMonitor, Packager/Crypto, MediaCore.
+// CLI → ControlAPI/HTTPServer, Gateway/Store, Player/Protection/CaptureMonitor, Packager/Crypto, MediaCore;
+// MediaFormats (byte formats, no FFmpeg) sits under Packager, Player and Gateway.
 // Each C library has exactly one Swift importer.
 import PackageDescription
 
@@ -35,9 +36,12 @@ let package = Package(
         .target(
             name: "CaptureDetectors", dependencies: ["CaptureMonitor", "ThreadSupport"], swiftSettings: strict),
         .target(name: "Protection", swiftSettings: strict),
-        .target(name: "Packager", dependencies: ["MediaCore", "Crypto"], swiftSettings: strict),
+        // Byte formats in and out (bit reader/writer, NAL units, H.264, AAC, AC-3, TS, SAMPLE-AES, HLS
+        // playlists): no FFmpeg, so their tests run without it.
+        .target(name: "MediaFormats", dependencies: ["Crypto"], swiftSettings: strict),
+        .target(name: "Packager", dependencies: ["MediaFormats", "MediaCore", "Crypto"], swiftSettings: strict),
         .target(
-            name: "Player", dependencies: ["MediaCore", "Protection", "CaptureMonitor", "CSDL2"],
+            name: "Player", dependencies: ["MediaFormats", "MediaCore", "Protection", "CaptureMonitor", "CSDL2"],
             swiftSettings: strict),
 
         // Service.
@@ -45,7 +49,9 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "ThreadSupport"], swiftSettings: strict),
         .target(
             name: "Gateway",
-            dependencies: ["Store", "Packager", "MediaCore", "Crypto", "CaptureMonitor", "ThreadSupport"],
+            dependencies: [
+                "Store", "Packager", "MediaFormats", "MediaCore", "Crypto", "CaptureMonitor", "ThreadSupport",
+            ],
             swiftSettings: strict),
         .target(
             name: "ControlAPI", dependencies: ["HTTPServer", "Gateway", "Store", "Crypto", "CaptureMonitor"],
@@ -75,7 +81,8 @@ let package = Package(
             exclude: ["Fixtures"]),
         .testTarget(name: "ProtectionTests", dependencies: ["Protection", "ProcessTestSupport"]),
         .testTarget(name: "PlayerTests", dependencies: ["Player", "MediaCore", "CaptureMonitor"]),
-        .testTarget(name: "PackagerTests", dependencies: ["Packager", "MediaCore", "Crypto"]),
+        .testTarget(name: "MediaFormatsTests", dependencies: ["MediaFormats", "Crypto", "ProcessTestSupport"]),
+        .testTarget(name: "PackagerTests", dependencies: ["Packager", "MediaFormats", "MediaCore", "Crypto"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Crypto"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport", "ProcessTestSupport"]),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import MediaFormats
 
 /// Rewrites a stored playlist for one playback session: key URIs point at the gateway's key endpoint
 /// and carry the session token, and URIs of other playlists carry it too. Segment URIs are left alone
@@ -56,44 +57,25 @@ public struct PlaylistRewriter: Sendable {
     }
 
     private func rewriteKey(_ line: String, token: String) -> String {
-        guard let method = Self.attribute("METHOD", in: line), method != "NONE" else { return line }
+        guard let method = AttributeList(lenientTagLine: line)["METHOD"], method != "NONE" else { return line }
         return replacingURI(in: line) { uri in
             guard let kid = kid(forURI: uri) else { return uri }
             return "\(keyPathPrefix)\(kid)?token=\(token)"
         }
     }
 
+    /// `line` with the value of every quoted, closed `URI` attribute replaced by `transform` of it. Only
+    /// an attribute named exactly `URI` is touched, never one whose name merely ends in it.
     private func replacingURI(in line: String, _ transform: (String) -> String) -> String {
-        guard let start = line.range(of: "URI=\""),
-            let end = line[start.upperBound...].firstIndex(of: "\"")
-        else { return line }
-        let uri = String(line[start.upperBound..<end])
-        return String(line[..<start.upperBound]) + transform(uri) + String(line[end...])
-    }
-
-    /// The value of attribute `name` in an attribute list (quotes removed), or nil.
-    static func attribute(_ name: String, in line: String) -> String? {
-        guard let colon = line.firstIndex(of: ":") else { return nil }
-        var rest = line[line.index(after: colon)...]
-        while !rest.isEmpty {
-            guard let equals = rest.firstIndex(of: "=") else { return nil }
-            let key = rest[..<equals].trimmingCharacters(in: .whitespaces)
-            var valueStart = rest.index(after: equals)
-            let value: Substring
-            if valueStart < rest.endIndex && rest[valueStart] == "\"" {
-                valueStart = rest.index(after: valueStart)
-                let close = rest[valueStart...].firstIndex(of: "\"") ?? rest.endIndex
-                value = rest[valueStart..<close]
-                rest = close < rest.endIndex ? rest[rest.index(after: close)...] : rest[rest.endIndex...]
-            } else {
-                let comma = rest[valueStart...].firstIndex(of: ",") ?? rest.endIndex
-                value = rest[valueStart..<comma]
-                rest = rest[comma...]
-            }
-            if key == name { return String(value) }
-            if let comma = rest.firstIndex(of: ",") { rest = rest[rest.index(after: comma)...] } else { return nil }
+        var result = line
+        let uris = AttributeList(lenientTagLine: line).attributes.filter {
+            $0.name == "URI" && $0.isQuoted && $0.isClosed
         }
-        return nil
+        // From the last to the first, so the earlier ranges stay valid.
+        for attribute in uris.reversed() {
+            result.replaceSubrange(attribute.valueRange, with: transform(attribute.value))
+        }
+        return result
     }
 
     static func isPlaylistURI(_ uri: String) -> Bool {

@@ -1,4 +1,5 @@
 import MediaCore
+import MediaFormats
 
 /// Turns one input stream's packets into access units; the packager and the verifier run the same
 /// producers, so the verifier's expected bytes come from exactly the conversion the packager applied.

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import MediaFormats
 import Synchronization
 
 /// Writes segment bytes on a serial dispatch queue of its own, so the `write(2)` calls (copying into

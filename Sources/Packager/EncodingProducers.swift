@@ -1,4 +1,5 @@
 import MediaCore
+import MediaFormats
 
 /// Audio that SAMPLE-AES cannot carry (MP3, Opus, FLAC, PCM…) decoded and encoded again as AAC-LC with
 /// FFmpeg's native encoder, which is deterministic: the verifier runs the same conversion and compares

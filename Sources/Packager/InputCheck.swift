@@ -1,5 +1,6 @@
 import Foundation
 import MediaCore
+import MediaFormats
 
 /// The checks an input gets before and while FFmpeg opens it, each turning a failure into a specific
 /// `PackagingError` that says what is wrong with the file.
@@ -92,6 +93,8 @@ enum InputCheck {
                 return PackagingError(.unsupportedCodec, "input \(path): \(error)")
             case .io, .other: return PackagingError(.inputCorrupt, "input \(path) cannot be read: \(error)")
             }
+        case let error as FormatError where error.kind == .unsupported:
+            return PackagingError(.unsupportedCodec, "input \(path) uses what GuardPlay does not package: \(error)")
         case let error as FormatError:
             return PackagingError(.inputCorrupt, "input \(path) is corrupt: \(error)")
         default:

@@ -1,3 +1,5 @@
+import MediaFormats
+
 /// Which media playlists an output has and which stream slots (video first, then audio in input
 /// order) each carries: video muxed with a single audio stream; several audio streams, or any audio
 /// beside video in packed format, as renditions `audio-1`, `audio-2`…; a single audio-only stream as

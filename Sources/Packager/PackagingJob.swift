@@ -1,4 +1,5 @@
 import Foundation
+import MediaFormats
 
 /// A packaging job: one input packaged as encrypted HLS in MPEG-TS, published atomically.
 ///

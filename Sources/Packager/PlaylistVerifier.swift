@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import MediaFormats
 
 /// Checks one media playlist's segments: TS structure and signalling (or packed audio's ID3 tag),
 /// decryption of every protected unit, access-unit hygiene, and with a source each access unit's bytes

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Glibc
+import MediaFormats
 
 /// One segment (or playlist) file being written in the temporary output directory: filled through a
 /// buffer that is handed to the job's `BackgroundWriter` when it grows past the threshold, and for

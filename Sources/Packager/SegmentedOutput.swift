@@ -1,3 +1,5 @@
+import MediaFormats
+
 /// The segments of one media playlist as they are written: a TS program (or packed audio) cut into
 /// files, encrypted as asked, with the records the playlists are made from.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import MediaCore
+import MediaFormats
 
 /// What the output needs to know about one planned stream once its first access units were seen.
 struct StreamDetails: Sendable, Equatable {

@@ -1,3 +1,5 @@
+import MediaFormats
+
 /// What the packager needs to know about one input stream, copied from the demuxer so the planning
 /// rules can be tested without a file.
 struct InputStreamDescription: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import MediaFormats
 
 extension VerificationRun {
     /// Checks one media playlist's segments and merges what was found into the report.
@@ -132,7 +133,7 @@ extension VerificationRun {
     /// BANDWIDTH and AVERAGE-BANDWIDTH within 10 % of what the segments measure.
     mutating func checkMaster(_ master: ParsedMasterPlaylist, playlists: [String: ParsedMediaPlaylist]) {
         if !master.independentSegments { problem("master.m3u8: no EXT-X-INDEPENDENT-SEGMENTS") }
-        var groups: [String: [[String: String]]] = [:]
+        var groups: [String: [AttributeList]] = [:]
         for media in master.media {
             guard media["TYPE"] == "AUDIO", let group = media["GROUP-ID"], media["NAME"] != nil, media["URI"] != nil
             else {

@@ -1,12 +1,13 @@
 import Crypto
 import Foundation
+import MediaFormats
 
 /// The state of one verification: the playlists read, per-stream tallies, the IDR pictures the I-frame
 /// playlist must point at, and the report being filled.
 struct VerificationRun {
     /// The largest playlist and segment the verifier reads, so hostile files cannot exhaust memory.
     static let playlistLimit = 4 << 20
-    static let segmentLimit = 512 << 20
+    static let segmentLimit = ParsedMediaPlaylist.byteRangeLimit
     /// The most bytes one verification reads from the output, playlists, segments and I-frame ranges
     /// together (64 GiB: about twice a three-hour programme at 20 Mbit/s, since the I-frame playlist
     /// reads the video again), so a hostile playlist cannot keep it reading for hours.

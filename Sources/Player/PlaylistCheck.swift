@@ -1,5 +1,6 @@
 import Foundation
 import MediaCore
+import MediaFormats
 
 /// Looks at the playlists a local HLS master playlist names before FFmpeg opens it, for the damage
 /// FFmpeg 5.1's HLS demuxer does not survive:
@@ -58,7 +59,7 @@ enum PlaylistCheck {
             var segmentNext = false
             for line in lines where !line.isEmpty {
                 if line.hasPrefix("#EXT-X-MEDIA:") {
-                    if let uri = PlaylistCheck.attribute("URI", in: line) { named.append((uri, true)) }
+                    if let uri = AttributeList(lenientTagLine: line)["URI"] { named.append((uri, true)) }
                 } else if line.hasPrefix("#EXT-X-STREAM-INF:") {
                     variantNext = true
                 } else if line.hasPrefix("#EXTINF:") {
@@ -70,35 +71,6 @@ enum PlaylistCheck {
                 }
             }
         }
-    }
-
-    /// The quoted or plain value of attribute `name` in a tag line's attribute list, read as leniently
-    /// as FFmpeg reads it. The packager's strict `AttributeList` would skip a line FFmpeg still opens,
-    /// and so let through the renditions this check is for.
-    static func attribute(_ name: String, in line: String) -> String? {
-        guard let colon = line.firstIndex(of: ":") else { return nil }
-        var rest = line[line.index(after: colon)...]
-        while !rest.isEmpty {
-            let key = rest.prefix { $0 != "=" && $0 != "," }
-            rest = rest.dropFirst(key.count)
-            guard rest.first == "=" else {
-                rest = rest.drop { $0 == "," }
-                continue
-            }
-            rest = rest.dropFirst()
-            let value: Substring
-            if rest.first == "\"" {
-                let body = rest.dropFirst()
-                value = body.prefix { $0 != "\"" }
-                rest = body.dropFirst(value.count).dropFirst()
-            } else {
-                value = rest.prefix { $0 != "," }
-                rest = rest.dropFirst(value.count)
-            }
-            rest = rest.drop { $0 == "," }
-            if key.trimmingCharacters(in: .whitespaces) == name { return String(value) }
-        }
-        return nil
     }
 
     /// The file's text when it is a readable regular file of at most `maximumPlaylistBytes`.

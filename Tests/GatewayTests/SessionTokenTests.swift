@@ -121,11 +121,19 @@ import Testing
         #expect(single.kid(forURI: "key.bin") == "only")
     }
 
-    @Test func readsQuotedAttributesWithCommas() {
-        let line = #"#EXT-X-STREAM-INF:CODECS="avc1,mp4a",BANDWIDTH=5,NAME="x""#
-        #expect(PlaylistRewriter.attribute("BANDWIDTH", in: line) == "5")
-        #expect(PlaylistRewriter.attribute("CODECS", in: line) == "avc1,mp4a")
-        #expect(PlaylistRewriter.attribute("NAME", in: line) == "x")
-        #expect(PlaylistRewriter.attribute("URI", in: line) == nil)
+    @Test func rewritesOnlyTheAttributeNamedURI() {
+        // A name that merely ends in URI, a repeated URI, a quoted comma and whitespace before the quote.
+        let media = """
+            #EXT-X-MEDIA:TYPE=AUDIO,X-ALT-URI="alt.m3u8",NAME="a,URI=b",URI="audio.m3u8"
+            #EXT-X-KEY:METHOD=SAMPLE-AES,X-URI="skd://k1",URI="skd://special",URI= "skd://k1"
+            #EXT-X-KEY:METHOD = NONE,URI="k1.key"
+            """
+        #expect(
+            rewriter.rewrite(media, token: "T")
+                == """
+                #EXT-X-MEDIA:TYPE=AUDIO,X-ALT-URI="alt.m3u8",NAME="a,URI=b",URI="audio.m3u8?token=T"
+                #EXT-X-KEY:METHOD=SAMPLE-AES,X-URI="skd://k1",URI="/v1/keys/k2?token=T",URI= "/v1/keys/k1?token=T"
+                #EXT-X-KEY:METHOD = NONE,URI="k1.key"
+                """)
     }
 }

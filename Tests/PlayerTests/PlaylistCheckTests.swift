@@ -16,14 +16,14 @@ import Testing
         #expect(PlaylistCheck.Outline(playlist).segments == segments)
     }
 
-    @Test func readsQuotedAndPlainAttributes() {
-        let line = #"#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="a,b",NAME="x=y",DEFAULT=YES,URI="audio-1.m3u8""#
-        #expect(PlaylistCheck.attribute("URI", in: line) == "audio-1.m3u8")
-        #expect(PlaylistCheck.attribute("GROUP-ID", in: line) == "a,b")
-        #expect(PlaylistCheck.attribute("NAME", in: line) == "x=y")
-        #expect(PlaylistCheck.attribute("DEFAULT", in: line) == "YES")
-        #expect(PlaylistCheck.attribute("CHANNELS", in: line) == nil)
-        #expect(PlaylistCheck.attribute("URI", in: "#EXT-X-MEDIA") == nil)
+    @Test func readsRenditionURIsWithQuotedCommasAndStrayWhitespace() {
+        let master = """
+            #EXTM3U
+            #EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="a,b",NAME="x=y",DEFAULT=YES,URI= "audio,1.m3u8"
+            #EXT-X-MEDIA:TYPE=AUDIO,URI="first.m3u8",URI="second.m3u8"
+            #EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID="s"
+            """
+        #expect(PlaylistCheck.Outline(master).named.map(\.uri) == ["audio,1.m3u8", "second.m3u8"])
     }
 
     @Test func listsTheRenditionsAndVariantsAMasterNames() {

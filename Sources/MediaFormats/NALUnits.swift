@@ -1,20 +1,20 @@
 /// H.264 NAL unit types the packager treats specially (ITU-T H.264 Table 7-1).
-enum NALUnitType {
+public enum NALUnitType: Sendable {
     /// A slice of a non-IDR picture; SAMPLE-AES encrypts it.
-    static let nonIDRSlice: UInt8 = 1
+    public static let nonIDRSlice: UInt8 = 1
     /// A slice of an IDR picture; SAMPLE-AES encrypts it, and segments start with one.
-    static let idrSlice: UInt8 = 5
+    public static let idrSlice: UInt8 = 5
     /// Supplemental enhancement information.
-    static let sei: UInt8 = 6
+    public static let sei: UInt8 = 6
     /// Sequence parameter set.
-    static let sequenceParameterSet: UInt8 = 7
+    public static let sequenceParameterSet: UInt8 = 7
     /// Picture parameter set.
-    static let pictureParameterSet: UInt8 = 8
+    public static let pictureParameterSet: UInt8 = 8
     /// Access unit delimiter.
-    static let accessUnitDelimiter: UInt8 = 9
+    public static let accessUnitDelimiter: UInt8 = 9
 
     /// The type in a NAL unit's first byte.
-    static func of(_ header: UInt8) -> UInt8 { header & 0x1F }
+    public static func of(_ header: UInt8) -> UInt8 { header & 0x1F }
 }
 
 /// Start-code emulation prevention (H.264 §7.4.1): a 0x03 byte after every 00 00 that would otherwise
@@ -22,9 +22,9 @@ enum NALUnitType {
 ///
 /// SAMPLE-AES applies it a second time after encrypting a NAL unit, because ciphertext can form
 /// start codes and the decryptor strips exactly one layer.
-enum EmulationPrevention {
+public enum EmulationPrevention: Sendable {
     /// Appends `source` to `output`, inserting an emulation prevention byte wherever one is needed.
-    static func escape(_ source: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) {
+    public static func escape(_ source: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) {
         let count = source.count
         guard count > 0, let base = source.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
         var spanStart = 0
@@ -40,7 +40,7 @@ enum EmulationPrevention {
 
     /// Appends `source` to `output` with one layer of emulation prevention removed: the 0x03 of every
     /// 00 00 03 is dropped.
-    static func unescape(_ source: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) {
+    public static func unescape(_ source: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) {
         let count = source.count
         guard count > 0, let base = source.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
         var spanStart = 0
@@ -62,7 +62,7 @@ enum EmulationPrevention {
     /// zero (a SWAR zero-byte mask ANDed with itself shifted by one byte; a false alarm only costs a
     /// closer look).
     @inline(__always)
-    static func findZeroPair(
+    public static func findZeroPair(
         _ base: UnsafePointer<UInt8>, from start: Int, count: Int, followedBy third: ClosedRange<UInt8>
     ) -> Int? {
         let raw = UnsafeRawPointer(base)
@@ -83,14 +83,14 @@ enum EmulationPrevention {
     }
 
     /// `bytes` with emulation prevention applied.
-    static func escaped(_ bytes: [UInt8]) -> [UInt8] {
+    public static func escaped(_ bytes: [UInt8]) -> [UInt8] {
         var output: [UInt8] = []
         bytes.withUnsafeBytes { escape($0, appendingTo: &output) }
         return output
     }
 
     /// `bytes` with one layer of emulation prevention removed.
-    static func unescaped(_ bytes: [UInt8]) -> [UInt8] {
+    public static func unescaped(_ bytes: [UInt8]) -> [UInt8] {
         var output: [UInt8] = []
         bytes.withUnsafeBytes { unescape($0, appendingTo: &output) }
         return output
@@ -98,10 +98,12 @@ enum EmulationPrevention {
 }
 
 /// Splits H.264 byte streams into NAL unit payloads.
-enum NALUnitSplitter {
+public enum NALUnitSplitter: Sendable {
     /// The payload ranges of the length-prefixed NAL units in `sample` (MP4/avcC framing, where each
     /// unit follows a big-endian length of `lengthSize` bytes).
-    static func lengthPrefixed(_ sample: UnsafeRawBufferPointer, lengthSize: Int) throws(FormatError) -> [Range<Int>] {
+    public static func lengthPrefixed(_ sample: UnsafeRawBufferPointer, lengthSize: Int) throws(FormatError) -> [Range<
+        Int
+    >] {
         var ranges: [Range<Int>] = []
         var offset = 0
         while offset < sample.count {
@@ -124,7 +126,7 @@ enum NALUnitSplitter {
 
     /// The payload ranges of the NAL units in Annex-B `stream` (each after a 00 00 01 start code), with
     /// trailing zero bytes, which belong to the next start code, left out.
-    static func annexB(_ stream: UnsafeRawBufferPointer) -> [Range<Int>] {
+    public static func annexB(_ stream: UnsafeRawBufferPointer) -> [Range<Int>] {
         let count = stream.count
         guard count >= 3, let base = stream.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return [] }
         var ranges: [Range<Int>] = []
@@ -146,7 +148,7 @@ enum NALUnitSplitter {
     }
 
     /// True when `bytes` begin with an Annex-B start code (00 00 01 or 00 00 00 01).
-    static func startsWithStartCode(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    public static func startsWithStartCode(_ bytes: UnsafeRawBufferPointer) -> Bool {
         if bytes.count >= 3 && bytes[0] == 0 && bytes[1] == 0 && bytes[2] == 1 { return true }
         return bytes.count >= 4 && bytes[0] == 0 && bytes[1] == 0 && bytes[2] == 0 && bytes[3] == 1
     }

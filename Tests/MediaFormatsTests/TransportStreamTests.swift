@@ -1,6 +1,6 @@
 import Testing
 
-@testable import Packager
+@testable import MediaFormats
 
 @Suite struct TransportStreamTests {
     private func writer(encrypted: Bool = true) throws -> TransportStreamWriter {

@@ -1,15 +1,15 @@
 /// AC-3 and E-AC-3 syncframes (ATSC A/52): finding them in an access unit and describing them for the
 /// SAMPLE-AES audio setup information.
-enum AC3SyncFrame {
+public enum AC3SyncFrame: Sendable {
     /// Bytes needed to read a syncframe's header fields.
-    static let minimumHeaderSize = 6
+    public static let minimumHeaderSize = 6
     private static let bitRates = [
         32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 576, 640,
     ]
     private static let sampleRates = [48000, 44100, 32000]
 
     /// The length in bytes of the syncframe at the start of `bytes`.
-    static func length(_ bytes: UnsafeRawBufferPointer) throws(FormatError) -> Int {
+    public static func length(_ bytes: UnsafeRawBufferPointer) throws(FormatError) -> Int {
         guard bytes.count >= minimumHeaderSize else {
             throw FormatError("AC-3 syncframe", "only \(bytes.count) bytes, \(minimumHeaderSize) needed")
         }
@@ -36,7 +36,7 @@ enum AC3SyncFrame {
 
     /// The ranges of the consecutive syncframes that make up `bytes` (one AC-3 frame, or the
     /// independent and dependent substreams of an E-AC-3 access unit).
-    static func frames(in bytes: UnsafeRawBufferPointer) throws(FormatError) -> [Range<Int>] {
+    public static func frames(in bytes: UnsafeRawBufferPointer) throws(FormatError) -> [Range<Int>] {
         var frames: [Range<Int>] = []
         var offset = 0
         while offset < bytes.count {
@@ -53,7 +53,7 @@ enum AC3SyncFrame {
 
     /// The payload of an EC3SpecificBox (`dec3`, ETSI TS 102 366 §F.6) describing the E-AC-3 access
     /// unit `bytes`: the setup data of the SAMPLE-AES audio setup information for E-AC-3.
-    static func ec3SpecificBox(_ bytes: UnsafeRawBufferPointer) throws(FormatError) -> [UInt8] {
+    public static func ec3SpecificBox(_ bytes: UnsafeRawBufferPointer) throws(FormatError) -> [UInt8] {
         struct Independent {
             var fscod: UInt32, bsid: UInt32, acmod: UInt32, lfeon: UInt32
             var dependents: UInt32 = 0

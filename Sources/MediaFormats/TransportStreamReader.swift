@@ -1,14 +1,14 @@
 /// One elementary stream as a PMT lists it.
-struct ProgramMapEntry: Equatable {
+public struct ProgramMapEntry: Equatable, Sendable {
     /// The packet identifier.
-    var pid: UInt16
+    public var pid: UInt16
     /// The stream_type.
-    var streamType: UInt8
+    public var streamType: UInt8
     /// The ES_info descriptors, serialized.
-    var descriptors: [UInt8]
+    public var descriptors: [UInt8]
 
     /// The descriptors as (tag, body) pairs; malformed trailing bytes are reported as nil.
-    var parsedDescriptors: [(tag: UInt8, body: [UInt8])]? {
+    public var parsedDescriptors: [(tag: UInt8, body: [UInt8])]? {
         var result: [(tag: UInt8, body: [UInt8])] = []
         var offset = 0
         while offset < descriptors.count {
@@ -23,33 +23,33 @@ struct ProgramMapEntry: Equatable {
 }
 
 /// The program map of a transport stream.
-struct ProgramMap: Equatable {
+public struct ProgramMap: Equatable, Sendable {
     /// The PID that carries the PCR.
-    var pcrPID: UInt16
+    public var pcrPID: UInt16
     /// The elementary streams, in PMT order.
-    var streams: [ProgramMapEntry]
+    public var streams: [ProgramMapEntry]
 }
 
 /// A PES packet reassembled from TS packets.
-struct PESPacket {
+public struct PESPacket: Sendable {
     /// The PID it came on.
-    var pid: UInt16
+    public var pid: UInt16
     /// The PES stream_id.
-    var streamID: UInt8
+    public var streamID: UInt8
     /// Presentation timestamp (90 kHz), if present.
-    var pts: Int64?
+    public var pts: Int64?
     /// Decoding timestamp (90 kHz), if present.
-    var dts: Int64?
+    public var dts: Int64?
     /// The PES payload: the access unit(s).
-    var payload: [UInt8]
+    public var payload: [UInt8]
     /// Byte offset of the TS packet where the PES starts.
-    var startOffset: Int
+    public var startOffset: Int
     /// Byte offset just after its last TS packet.
-    var endOffset: Int
+    public var endOffset: Int
     /// The random_access_indicator of its first TS packet.
-    var randomAccess: Bool
+    public var randomAccess: Bool
     /// The PCR (27 MHz) in its first TS packet, if any.
-    var pcr: Int64?
+    public var pcr: Int64?
 }
 
 /// Reads MPEG-2 transport stream bytes back: checks sync bytes, continuity counters and PSI CRCs,
@@ -58,33 +58,33 @@ struct PESPacket {
 ///
 /// Continuity counters are tracked across `read` calls, so feeding consecutive segments of one
 /// playlist checks continuity across segment boundaries too.
-struct TransportStreamReader {
+public struct TransportStreamReader: Sendable {
     private var continuity: [UInt16: UInt8] = [:]
     private var pending: [UInt16: (header: PESPacket, bytes: [UInt8])] = [:]
     /// PIDs whose current PES outgrew `TransportStreamWriter.maximumPESSize`: dropped with an issue,
     /// their packets skipped until the next PES starts.
     private var oversized: Set<UInt16> = []
     /// The PMT PID the PAT announced.
-    private(set) var programMapPID: UInt16?
+    public private(set) var programMapPID: UInt16?
     /// The last PMT read.
-    private(set) var programMap: ProgramMap?
+    public private(set) var programMap: ProgramMap?
     /// How many PAT and PMT sections were read.
-    private(set) var tableCount = (programAssociation: 0, programMap: 0)
+    public private(set) var tableCount = (programAssociation: 0, programMap: 0)
     /// Violations found so far, in words.
-    private(set) var issues: [String] = []
+    public private(set) var issues: [String] = []
     private let name: String
     private let maximumPESSize: Int
 
     /// A reader naming `name` (such as a segment file) in its messages, which assembles PES packets
     /// of at most `maximumPESSize` bytes.
-    init(name: String, maximumPESSize: Int = TransportStreamWriter.maximumPESSize) {
+    public init(name: String, maximumPESSize: Int = TransportStreamWriter.maximumPESSize) {
         self.name = name
         self.maximumPESSize = maximumPESSize
     }
 
     /// Reads whole TS packets; `baseOffset` is the position of `bytes` in its file, for PES offsets.
     /// Returns the PES packets that were completed.
-    mutating func read(_ bytes: UnsafeRawBufferPointer, baseOffset: Int = 0) throws(FormatError) -> [PESPacket] {
+    public mutating func read(_ bytes: UnsafeRawBufferPointer, baseOffset: Int = 0) throws(FormatError) -> [PESPacket] {
         let size = TransportStreamWriter.packetSize
         guard bytes.count % size == 0 else {
             throw FormatError(name, "\(bytes.count) bytes is not a whole number of 188-byte TS packets")
@@ -101,13 +101,13 @@ struct TransportStreamReader {
 
     /// Reads `bytes` (whole TS packets) and returns every PES packet in them, the last ones included:
     /// for a segment or byte range that ends on a PES boundary.
-    mutating func readAll(_ bytes: [UInt8]) throws(FormatError) -> [PESPacket] {
+    public mutating func readAll(_ bytes: [UInt8]) throws(FormatError) -> [PESPacket] {
         let packets = try bytes.withBytes { raw throws(FormatError) in try read(raw) }
         return packets + finish()
     }
 
     /// Returns the PES packets still being assembled, as complete; call at the end of the stream.
-    mutating func finish() -> [PESPacket] {
+    public mutating func finish() -> [PESPacket] {
         var completed: [PESPacket] = []
         for pid in pending.keys.sorted() {
             if let packet = pending.removeValue(forKey: pid).flatMap({ complete($0) }) { completed.append(packet) }

@@ -1,24 +1,26 @@
 /// The sampling frequencies an AAC sampling_frequency_index can name (ISO/IEC 14496-3 Table 1.18).
-let aacSamplingFrequencies = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
+public let aacSamplingFrequencies = [
+    96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350,
+]
 
 /// An MPEG-4 AudioSpecificConfig, the AAC codec configuration MP4 carries and ADTS headers repeat.
-struct AudioSpecificConfig: Equatable {
+public struct AudioSpecificConfig: Equatable, Sendable {
     /// The audio object type as signalled: 2 (AAC-LC), 5 (HE-AAC, SBR) or 29 (HE-AACv2, PS), and so on.
-    var objectType: Int
+    public var objectType: Int
     /// The object type of the AAC core: the signalled type, or the one under explicit SBR/PS signalling.
-    var coreObjectType: Int
+    public var coreObjectType: Int
     /// The index of the core sampling frequency.
-    var samplingFrequencyIndex: Int
+    public var samplingFrequencyIndex: Int
     /// The channel configuration (1–7); 0 means a program config element, which ADTS cannot carry.
-    var channelConfiguration: Int
+    public var channelConfiguration: Int
     /// The bytes the configuration occupies (or was built as), for the setup data of SAMPLE-AES
     /// signalling: for the AAC object types ADTS can carry, only the bits the configuration defines,
     /// without the padding a container may append after them.
-    var bytes: [UInt8]
+    public var bytes: [UInt8]
 
     /// Parses an AudioSpecificConfig (ISO/IEC 14496-3 §1.6.2.1, with GASpecificConfig §4.4.1 for the
     /// object types ADTS can carry).
-    init(_ bytes: [UInt8]) throws(FormatError) {
+    public init(_ bytes: [UInt8]) throws(FormatError) {
         var reader = BitReader(bytes, structure: "AudioSpecificConfig")
         func objectType() throws(FormatError) -> Int {
             let type = Int(try reader.read(5))
@@ -85,7 +87,7 @@ struct AudioSpecificConfig: Equatable {
     }
 
     /// The config an ADTS header implies: AAC profile, sampling frequency index and channels.
-    init(adts header: ADTSHeader) {
+    public init(adts header: ADTSHeader) {
         var writer = BitWriter()
         writer.write(UInt32(header.profile + 1), bits: 5)
         writer.write(UInt32(header.samplingFrequencyIndex), bits: 4)
@@ -99,20 +101,20 @@ struct AudioSpecificConfig: Equatable {
     }
 
     /// Why ADTS cannot carry this configuration, or nil when it can.
-    var adtsIncompatibility: String? {
+    public var adtsIncompatibility: String? {
         if !(1...4).contains(coreObjectType) { return "audio object type \(coreObjectType) has no ADTS profile" }
         if channelConfiguration == 0 { return "a program config element (channel configuration 0)" }
         return nil
     }
 
     /// The sampling frequency of the AAC core, in Hz.
-    var sampleRate: Int { aacSamplingFrequencies[samplingFrequencyIndex] }
+    public var sampleRate: Int { aacSamplingFrequencies[samplingFrequencyIndex] }
 
     /// The RFC 6381 codec string, such as `mp4a.40.2`.
-    var codecString: String { "mp4a.40.\(objectType)" }
+    public var codecString: String { "mp4a.40.\(objectType)" }
 
     /// The SAMPLE-AES audio_type: `zaac` (AAC-LC), `zach` (HE-AAC) or `zacp` (HE-AACv2).
-    var sampleAESAudioType: String {
+    public var sampleAESAudioType: String {
         switch objectType {
         case 5: "zach"
         case 29: "zacp"
@@ -121,7 +123,7 @@ struct AudioSpecificConfig: Equatable {
     }
 
     /// A 7-byte ADTS header (no CRC) for a raw frame of `payloadLength` bytes.
-    func adtsHeader(payloadLength: Int) throws(FormatError) -> [UInt8] {
+    public func adtsHeader(payloadLength: Int) throws(FormatError) -> [UInt8] {
         if let problem = adtsIncompatibility { throw FormatError("ADTS header", "cannot describe \(problem)") }
         let frameLength = payloadLength + ADTSHeader.sizeWithoutCRC
         guard frameLength < 1 << 13 else {
@@ -145,23 +147,23 @@ struct AudioSpecificConfig: Equatable {
 }
 
 /// A parsed ADTS frame header (ISO/IEC 13818-7 / 14496-3 §1.A.2).
-struct ADTSHeader: Equatable {
+public struct ADTSHeader: Equatable, Sendable {
     /// Bytes in a header without CRC.
-    static let sizeWithoutCRC = 7
+    public static let sizeWithoutCRC = 7
 
     /// The AAC profile (object type − 1).
-    var profile: Int
+    public var profile: Int
     /// The sampling frequency index.
-    var samplingFrequencyIndex: Int
+    public var samplingFrequencyIndex: Int
     /// The channel configuration.
-    var channelConfiguration: Int
+    public var channelConfiguration: Int
     /// The whole frame's length, header included.
-    var frameLength: Int
+    public var frameLength: Int
     /// The header's length: 7, or 9 with a CRC.
-    var headerLength: Int
+    public var headerLength: Int
 
     /// Parses the header at the start of `bytes`.
-    init(_ bytes: UnsafeRawBufferPointer) throws(FormatError) {
+    public init(_ bytes: UnsafeRawBufferPointer) throws(FormatError) {
         guard bytes.count >= ADTSHeader.sizeWithoutCRC else {
             throw FormatError("ADTS header", "only \(bytes.count) bytes, 7 needed")
         }
@@ -182,7 +184,9 @@ struct ADTSHeader: Equatable {
     }
 
     /// The ranges of the consecutive ADTS frames that make up `bytes`.
-    static func frames(in bytes: UnsafeRawBufferPointer) throws(FormatError) -> [(frame: Range<Int>, header: Int)] {
+    public static func frames(in bytes: UnsafeRawBufferPointer) throws(FormatError) -> [(
+        frame: Range<Int>, header: Int
+    )] {
         var frames: [(frame: Range<Int>, header: Int)] = []
         var offset = 0
         while offset < bytes.count {

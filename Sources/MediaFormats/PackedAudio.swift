@@ -1,15 +1,15 @@
 /// Packed audio segments (HLS §3.4): an ID3v2.4 tag with Apple's PRIV frames, then raw ADTS or AC-3
 /// frames. The tag carries the first frame's 33-bit MPEG-2 timestamp and, under SAMPLE-AES, the audio
 /// setup information.
-enum PackedAudio {
+public enum PackedAudio: Sendable {
     /// Owner of the PRIV frame holding the 8-byte big-endian timestamp of the first frame.
-    static let timestampOwner = "com.apple.streaming.transportStreamTimestamp"
+    public static let timestampOwner = "com.apple.streaming.transportStreamTimestamp"
     /// Owner of the PRIV frame holding the SAMPLE-AES audio setup information.
-    static let audioDescriptionOwner = "com.apple.streaming.audioDescription"
+    public static let audioDescriptionOwner = "com.apple.streaming.audioDescription"
 
     /// The ID3 tag that starts a segment whose first frame has presentation time `timestamp` (90 kHz);
     /// `setup` is the serialized audio setup information, under SAMPLE-AES.
-    static func id3Tag(timestamp: Int64, setup: [UInt8]?) throws(FormatError) -> [UInt8] {
+    public static func id3Tag(timestamp: Int64, setup: [UInt8]?) throws(FormatError) -> [UInt8] {
         var body: [UInt8] = []
         var stamp: [UInt8] = []
         let wrapped = UInt64(
@@ -43,15 +43,15 @@ enum PackedAudio {
     }
 
     /// A parsed ID3 tag at the start of a packed audio segment.
-    struct Tag {
+    public struct Tag: Sendable {
         /// Bytes the tag occupies, header included.
-        var length: Int
+        public var length: Int
         /// The PRIV frames, by owner.
-        var privateFrames: [String: [UInt8]]
+        public var privateFrames: [String: [UInt8]]
     }
 
     /// Parses the ID3v2 tag at the start of `bytes`.
-    static func parseTag(_ bytes: [UInt8]) throws(FormatError) -> Tag {
+    public static func parseTag(_ bytes: [UInt8]) throws(FormatError) -> Tag {
         let structure = "ID3 tag"
         guard bytes.count >= 10, bytes[0] == 0x49, bytes[1] == 0x44, bytes[2] == 0x33 else {
             throw FormatError(structure, "a packed audio segment must start with an ID3 tag")

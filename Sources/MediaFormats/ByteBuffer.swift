@@ -1,13 +1,13 @@
 /// A growable byte buffer written through raw pointers, for building TS packets without per-byte
 /// bounds checks. It is reused: `removeAll()` keeps the storage.
-final class ByteBuffer {
+public final class ByteBuffer {
     private var storage: UnsafeMutableRawPointer
     private var capacity: Int
     /// Bytes held.
-    private(set) var count = 0
+    public private(set) var count = 0
 
     /// An empty buffer with room for `capacity` bytes before it grows.
-    init(capacity: Int = 1 << 16) {
+    public init(capacity: Int = 1 << 16) {
         self.capacity = max(capacity, 16)
         storage = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 16)
     }
@@ -16,7 +16,7 @@ final class ByteBuffer {
 
     /// Grows the buffer by `byteCount` bytes and returns where they start; the caller fills them
     /// before the next call.
-    func extend(by byteCount: Int) -> UnsafeMutableRawPointer {
+    public func extend(by byteCount: Int) -> UnsafeMutableRawPointer {
         if count + byteCount > capacity {
             var newCapacity = capacity * 2
             while newCapacity < count + byteCount { newCapacity *= 2 }
@@ -32,35 +32,35 @@ final class ByteBuffer {
     }
 
     /// Appends `bytes`.
-    func append(_ bytes: UnsafeRawBufferPointer) {
+    public func append(_ bytes: UnsafeRawBufferPointer) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
         extend(by: bytes.count).copyMemory(from: source, byteCount: bytes.count)
     }
 
     /// Appends `bytes`.
-    func append(_ bytes: [UInt8]) { bytes.withUnsafeBytes { append($0) } }
+    public func append(_ bytes: [UInt8]) { bytes.withUnsafeBytes { append($0) } }
 
     /// Drops the contents and keeps the storage.
-    func removeAll() { count = 0 }
+    public func removeAll() { count = 0 }
 
     /// Keeps only the first `byteCount` bytes.
-    func truncate(to byteCount: Int) {
+    public func truncate(to byteCount: Int) {
         precondition(byteCount <= count, "cannot truncate a buffer to more bytes than it holds")
         count = byteCount
     }
 
     /// Calls `body` with the contents, which must not escape.
-    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try body(UnsafeRawBufferPointer(start: storage, count: count))
     }
 
     /// Calls `body` with the contents, mutable, which must not escape.
-    func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+    public func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
         try body(UnsafeMutableRawBufferPointer(start: storage, count: count))
     }
 
     /// A copy of the contents.
-    var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+    public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
 }
 
 @available(*, unavailable, message: "a ByteBuffer has one owner")

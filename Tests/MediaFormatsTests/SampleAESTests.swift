@@ -1,7 +1,7 @@
 import Crypto
 import Testing
 
-@testable import Packager
+@testable import MediaFormats
 
 /// A NAL unit of `length` bytes of type `type` whose clear parts hold emulation prevention sequences
 /// (00 00 03 xx) that the second escaping layer must double.

@@ -1,14 +1,14 @@
 /// The parameter sets of an H.264 stream, from an MP4 `avcC` box or from Annex-B extradata.
-struct AVCConfiguration: Equatable {
+public struct AVCConfiguration: Equatable, Sendable {
     /// Bytes in each NAL length prefix of the samples (1, 2 or 4), or nil when samples are Annex-B.
-    var nalLengthSize: Int?
+    public var nalLengthSize: Int?
     /// Sequence parameter sets, each an escaped NAL unit without start code.
-    var sequenceParameterSets: [[UInt8]]
+    public var sequenceParameterSets: [[UInt8]]
     /// Picture parameter sets, each an escaped NAL unit without start code.
-    var pictureParameterSets: [[UInt8]]
+    public var pictureParameterSets: [[UInt8]]
 
     /// Creates a configuration from its parts.
-    init(nalLengthSize: Int?, sequenceParameterSets: [[UInt8]], pictureParameterSets: [[UInt8]]) {
+    public init(nalLengthSize: Int?, sequenceParameterSets: [[UInt8]], pictureParameterSets: [[UInt8]]) {
         self.nalLengthSize = nalLengthSize
         self.sequenceParameterSets = sequenceParameterSets
         self.pictureParameterSets = pictureParameterSets
@@ -16,7 +16,7 @@ struct AVCConfiguration: Equatable {
 
     /// Parses codec extradata: an `avcC` record (first byte 1) or Annex-B parameter sets; empty
     /// extradata means Annex-B samples that carry their own parameter sets.
-    init(extradata: [UInt8]) throws(FormatError) {
+    public init(extradata: [UInt8]) throws(FormatError) {
         if extradata.first == 1 {
             self = try AVCConfiguration.parseAVCC(extradata)
             return
@@ -67,29 +67,29 @@ struct AVCConfiguration: Equatable {
 
     /// The RFC 6381 codec string of the first SPS, `avc1.PPCCLL` (profile, constraint flags, level),
     /// or nil when there is no usable SPS.
-    var codecString: String? {
+    public var codecString: String? {
         guard let sps = sequenceParameterSets.first else { return nil }
         return H264CodecString.make(sps: sps)
     }
 }
 
 /// The `avc1.PPCCLL` codec string that HLS `CODECS` attributes carry.
-enum H264CodecString {
+public enum H264CodecString: Sendable {
     /// The codec string of an SPS NAL unit, or nil when it is too short.
-    static func make(sps: [UInt8]) -> String? {
+    public static func make(sps: [UInt8]) -> String? {
         guard sps.count >= 4 else { return nil }
         return "avc1." + Array(sps[1...3]).hexString
     }
 }
 
 /// One H.264 access unit in Annex-B form: an AUD first, SPS and PPS before an IDR, 4-byte start codes.
-struct H264AccessUnit {
+public struct H264AccessUnit: Sendable {
     /// The Annex-B bytes.
-    var bytes: [UInt8]
+    public var bytes: [UInt8]
     /// Where each NAL unit's payload (after its start code) lies in `bytes`.
-    var nalUnits: [Range<Int>]
+    public var nalUnits: [Range<Int>]
     /// True when the access unit holds an IDR slice, so a segment may start here.
-    var containsIDR: Bool
+    public var containsIDR: Bool
 }
 
 /// Turns H.264 samples (length-prefixed from MP4, or Annex-B from TS and raw streams) into Annex-B
@@ -97,27 +97,27 @@ struct H264AccessUnit {
 ///
 /// Existing AUDs are dropped (one is written per access unit) and trailing zero bytes of NAL units are
 /// trimmed; every other NAL unit is copied byte for byte.
-struct H264AnnexBConverter {
+public struct H264AnnexBConverter: Sendable {
     /// Start code written before every NAL unit.
-    static let startCode: [UInt8] = [0, 0, 0, 1]
+    public static let startCode: [UInt8] = [0, 0, 0, 1]
     /// An access unit delimiter NAL unit: primary_pic_type 7 (any slice type) and the stop bit.
-    static let accessUnitDelimiter: [UInt8] = [0x09, 0xF0]
+    public static let accessUnitDelimiter: [UInt8] = [0x09, 0xF0]
 
     private var configuration: AVCConfiguration
 
     /// A converter for a stream with `extradata` (avcC or Annex-B parameter sets).
-    init(extradata: [UInt8]) throws(FormatError) {
+    public init(extradata: [UInt8]) throws(FormatError) {
         configuration = try AVCConfiguration(extradata: extradata)
     }
 
     /// The codec string of the current SPS, or nil before one is known.
-    var codecString: String? { configuration.codecString }
+    public var codecString: String? { configuration.codecString }
 
     /// The current SPS (the first of the latest set), or nil before one is known.
-    var sequenceParameterSet: [UInt8]? { configuration.sequenceParameterSets.first }
+    public var sequenceParameterSet: [UInt8]? { configuration.sequenceParameterSets.first }
 
     /// Converts one sample, or returns nil when it holds no NAL unit at all.
-    mutating func convert(_ sample: UnsafeRawBufferPointer) throws(FormatError) -> H264AccessUnit? {
+    public mutating func convert(_ sample: UnsafeRawBufferPointer) throws(FormatError) -> H264AccessUnit? {
         let ranges: [Range<Int>]
         // An avcC record means length prefixes; a start-code check would misread a 4-byte length of
         // 256–511 (00 00 01 xx) as a start code.

@@ -1,22 +1,22 @@
 /// Reads big-endian bit fields, as codec headers (SPS, ADTS, AC-3 bsi, AudioSpecificConfig) lay them
 /// out. Reading past the end is a `FormatError`, never a trap.
-struct BitReader {
+public struct BitReader: Sendable {
     private let bytes: [UInt8]
     private let structure: String
     /// The next bit to read, counted from the first byte's most significant bit.
-    private(set) var position = 0
+    public private(set) var position = 0
 
     /// Reads `bytes`, naming `structure` in errors.
-    init(_ bytes: [UInt8], structure: String) {
+    public init(_ bytes: [UInt8], structure: String) {
         self.bytes = bytes
         self.structure = structure
     }
 
     /// Bits left to read.
-    var remaining: Int { bytes.count * 8 - position }
+    public var remaining: Int { bytes.count * 8 - position }
 
     /// Reads `count` (0…32) bits as an unsigned value.
-    mutating func read(_ count: Int) throws(FormatError) -> UInt32 {
+    public mutating func read(_ count: Int) throws(FormatError) -> UInt32 {
         precondition(count >= 0 && count <= 32, "BitReader reads at most 32 bits at a time")
         guard count <= remaining else {
             throw FormatError(structure, "ends after \(bytes.count) bytes, in the middle of a field")
@@ -31,10 +31,10 @@ struct BitReader {
     }
 
     /// Reads one bit as a flag.
-    mutating func flag() throws(FormatError) -> Bool { try read(1) == 1 }
+    public mutating func flag() throws(FormatError) -> Bool { try read(1) == 1 }
 
     /// Skips `count` bits.
-    mutating func skip(_ count: Int) throws(FormatError) {
+    public mutating func skip(_ count: Int) throws(FormatError) {
         guard count <= remaining else {
             throw FormatError(structure, "ends after \(bytes.count) bytes, in the middle of a field")
         }
@@ -42,7 +42,7 @@ struct BitReader {
     }
 
     /// Reads an unsigned Exp-Golomb code, `ue(v)` in H.264.
-    mutating func unsignedExpGolomb() throws(FormatError) -> UInt32 {
+    public mutating func unsignedExpGolomb() throws(FormatError) -> UInt32 {
         var zeros = 0
         while try read(1) == 0 {
             zeros += 1
@@ -52,7 +52,7 @@ struct BitReader {
     }
 
     /// Reads a signed Exp-Golomb code, `se(v)` in H.264.
-    mutating func signedExpGolomb() throws(FormatError) -> Int32 {
+    public mutating func signedExpGolomb() throws(FormatError) -> Int32 {
         let code = try unsignedExpGolomb()
         let magnitude = Int32(truncatingIfNeeded: (code + 1) / 2)
         return code & 1 == 1 ? magnitude : -magnitude
@@ -60,13 +60,13 @@ struct BitReader {
 }
 
 /// Writes big-endian bit fields into bytes, for headers such as ADTS and dec3.
-struct BitWriter {
+public struct BitWriter: Sendable {
     /// The bytes written so far; a partial last byte is padded with zero bits.
-    private(set) var bytes: [UInt8] = []
+    public private(set) var bytes: [UInt8] = []
     private var bitCount = 0
 
     /// Appends the low `count` bits of `value`, most significant first.
-    mutating func write(_ value: UInt32, bits count: Int) {
+    public mutating func write(_ value: UInt32, bits count: Int) {
         for shift in stride(from: count - 1, through: 0, by: -1) {
             if bitCount & 7 == 0 { bytes.append(0) }
             let bit = UInt8((value >> UInt32(shift)) & 1)
@@ -78,13 +78,13 @@ struct BitWriter {
 
 extension Array where Element == UInt8 {
     /// Appends `value` as two big-endian bytes.
-    mutating func appendBigEndian(_ value: UInt16) {
+    public mutating func appendBigEndian(_ value: UInt16) {
         append(UInt8(value >> 8))
         append(UInt8(value & 0xFF))
     }
 
     /// Appends `value` as four big-endian bytes.
-    mutating func appendBigEndian(_ value: UInt32) {
+    public mutating func appendBigEndian(_ value: UInt32) {
         append(UInt8(value >> 24))
         append(UInt8((value >> 16) & 0xFF))
         append(UInt8((value >> 8) & 0xFF))
@@ -92,18 +92,18 @@ extension Array where Element == UInt8 {
     }
 
     /// Appends the ASCII bytes of a four-character code such as `zavc`.
-    mutating func appendFourCC(_ code: String) {
+    public mutating func appendFourCC(_ code: String) {
         precondition(code.utf8.count == 4, "a four-character code has four characters")
         append(contentsOf: code.utf8)
     }
 
     /// The big-endian value of the two bytes at `offset`.
-    func bigEndianUInt16(at offset: Int) -> UInt16 {
+    public func bigEndianUInt16(at offset: Int) -> UInt16 {
         UInt16(self[offset]) << 8 | UInt16(self[offset + 1])
     }
 
     /// The big-endian value of the four bytes at `offset`.
-    func bigEndianUInt32(at offset: Int) -> UInt32 {
+    public func bigEndianUInt32(at offset: Int) -> UInt32 {
         UInt32(self[offset]) << 24 | UInt32(self[offset + 1]) << 16 | UInt32(self[offset + 2]) << 8
             | UInt32(self[offset + 3])
     }
@@ -111,13 +111,13 @@ extension Array where Element == UInt8 {
 
 extension Array where Element == UInt8 {
     /// `withUnsafeBytes` for a closure with a typed error, which `rethrows` does not carry.
-    func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    public func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         let result: Result<R, E> = withUnsafeBytes { raw in Result { () throws(E) in try body(raw) } }
         return try result.get()
     }
 
     /// `withUnsafeMutableBytes` for a closure with a typed error, which `rethrows` does not carry.
-    mutating func withMutableBytes<R, E: Error>(_ body: (UnsafeMutableRawBufferPointer) throws(E) -> R) throws(E)
+    public mutating func withMutableBytes<R, E: Error>(_ body: (UnsafeMutableRawBufferPointer) throws(E) -> R) throws(E)
         -> R
     {
         let result: Result<R, E> = withUnsafeMutableBytes { raw in Result { () throws(E) in try body(raw) } }
@@ -127,7 +127,7 @@ extension Array where Element == UInt8 {
 
 extension Array where Element == UInt8 {
     /// Appends raw bytes with one copy; `append(contentsOf:)` walks a raw buffer byte by byte.
-    mutating func appendBytes(_ raw: UnsafeRawBufferPointer) {
+    public mutating func appendBytes(_ raw: UnsafeRawBufferPointer) {
         guard raw.count > 0 else { return }
         append(contentsOf: raw.assumingMemoryBound(to: UInt8.self))
     }

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import Packager
+@testable import MediaFormats
 
 @Suite struct PlaylistTests {
     private let key = KeyLine(
@@ -124,16 +124,6 @@ import Testing
         #expect(roundedDuration(1e300) == Int.max)
     }
 
-    @Test func parsesAttributeListsWithQuotedCommas() throws {
-        let attributes = try AttributeList.parse(
-            "BANDWIDTH=5,CODECS=\"avc1.64001e,mp4a.40.2\",RESOLUTION=640x360", structure: "t")
-        #expect(attributes == ["BANDWIDTH": "5", "CODECS": "avc1.64001e,mp4a.40.2", "RESOLUTION": "640x360"])
-        #expect(throws: FormatError.self) { try AttributeList.parse("A=1,A=2", structure: "t") }
-        #expect(throws: FormatError.self) { try AttributeList.parse("lower=1", structure: "t") }
-        #expect(throws: FormatError.self) { try AttributeList.parse("A=\"x\"junk", structure: "t") }
-        #expect(throws: FormatError.self) { try AttributeList.parse("A=1,", structure: "t") }
-    }
-
     @Test func writesAndReadsBackAMasterPlaylist() throws {
         var master = MasterPlaylist()
         master.audioRenditions = [
@@ -156,14 +146,5 @@ import Testing
         #expect(parsed.variants.first?.attributes["FRAME-RATE"] == "29.970")
         #expect(parsed.variants.first?.attributes["CODECS"] == "avc1.64001e,mp4a.40.2")
         #expect(parsed.iFrameVariants.first?["URI"] == "iframes.m3u8")
-    }
-}
-
-@Suite struct LanguageTests {
-    @Test func mapsISO6392ToRFC5646() {
-        #expect(Languages.tag("eng") == "en" && Languages.tag("fre") == "fr" && Languages.tag("fra") == "fr")
-        #expect(Languages.tag("und") == nil && Languages.tag(nil) == nil && Languages.tag("x\"y") == nil)
-        #expect(Languages.tag("tlh") == "tlh")
-        #expect(Languages.name("deu") == "German")
     }
 }

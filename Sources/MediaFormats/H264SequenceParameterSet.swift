@@ -1,17 +1,17 @@
 /// The coded picture size an H.264 sequence parameter set declares (H.264 §7.3.2.1.1), read by the
 /// packager itself so that a size FFmpeg cannot decode, or one in an in-band SPS that FFmpeg never
 /// probed, is still checked against the picture-size limit.
-struct H264SequenceParameterSet: Equatable {
+public struct H264SequenceParameterSet: Equatable, Sendable {
     /// Width in pixels: `(pic_width_in_mbs_minus1 + 1) × 16`, before cropping.
-    var width: Int
+    public var width: Int
     /// Height in pixels: map units × 16, doubled for field coding, before cropping.
-    var height: Int
+    public var height: Int
 
     /// Profiles whose SPS carries chroma format, bit depths and scaling matrices.
     private static let highProfiles: Set<UInt32> = [100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135]
 
     /// Parses `nal`, an escaped SPS NAL unit starting with its header byte.
-    init(nal: [UInt8]) throws(FormatError) {
+    public init(nal: [UInt8]) throws(FormatError) {
         let structure = "H.264 SPS"
         guard let header = nal.first, NALUnitType.of(header) == NALUnitType.sequenceParameterSet else {
             throw FormatError(structure, "not a sequence parameter set")

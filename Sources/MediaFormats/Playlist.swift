@@ -13,8 +13,20 @@ public struct KeyLine: Sendable, Equatable {
     /// The KEYFORMATVERSIONS, absent for the default `1`.
     public var keyFormatVersions: String?
 
+    /// Creates the value from its parts.
+    public init(
+        method: String, uri: String? = nil, iv: [UInt8]? = nil, keyFormat: String? = nil,
+        keyFormatVersions: String? = nil
+    ) {
+        self.method = method
+        self.uri = uri
+        self.iv = iv
+        self.keyFormat = keyFormat
+        self.keyFormatVersions = keyFormatVersions
+    }
+
     /// The line, tag included.
-    var text: String {
+    public var text: String {
         var attributes = ["METHOD=\(method)"]
         if let uri { attributes.append("URI=\"\(uri)\"") }
         if let iv { attributes.append("IV=0x\(iv.hexString.uppercased())") }
@@ -25,21 +37,21 @@ public struct KeyLine: Sendable, Equatable {
 
     /// The lowest EXT-X-VERSION this line allows (RFC 8216 §7): 5 for SAMPLE-AES or a KEYFORMAT,
     /// 2 for an IV.
-    var minimumVersion: Int {
+    public var minimumVersion: Int {
         if method == "SAMPLE-AES" || keyFormat != nil || keyFormatVersions != nil { return 5 }
         return iv != nil ? 2 : 1
     }
 }
 
 /// Formats a duration as EXTINF writes it: six decimals.
-func formatDuration(_ seconds: Double) -> String { String(format: "%.6f", seconds) }
+public func formatDuration(_ seconds: Double) -> String { String(format: "%.6f", seconds) }
 
 /// Rounds a duration to the nearest integer, as EXT-X-TARGETDURATION is compared (halves round up).
-func roundedDuration(_ seconds: Double) -> Int { clampedInt((seconds + 0.5).rounded(.down)) }
+public func roundedDuration(_ seconds: Double) -> Int { clampedInt((seconds + 0.5).rounded(.down)) }
 
 /// `value` without its fraction, clamped to `Int`'s range (NaN becomes 0): for numbers derived from
 /// files, whose conversion must never trap.
-func clampedInt(_ value: Double) -> Int {
+public func clampedInt(_ value: Double) -> Int {
     if value.isNaN { return 0 }
     if value >= Double(Int.max) { return Int.max }  // Double(Int.max) is 2^63, one more than Int.max
     if value <= Double(Int.min) { return Int.min }
@@ -47,27 +59,41 @@ func clampedInt(_ value: Double) -> Int {
 }
 
 /// A media playlist as the packager writes it (VOD, media sequence 0, independent segments).
-struct MediaPlaylist {
+public struct MediaPlaylist: Sendable {
     /// One entry: a segment, or for I-frame playlists a byte range of one.
-    struct Entry {
+    public struct Entry: Sendable {
         /// The EXTINF duration in seconds.
-        var duration: Double
+        public var duration: Double
         /// The segment file name, relative to the playlist.
-        var uri: String
+        public var uri: String
         /// The byte range `length@offset`, for I-frame playlists.
-        var byteRange: (length: Int, offset: Int)?
+        public var byteRange: (length: Int, offset: Int)?
         /// The key line to write before this entry, when it changes.
-        var key: KeyLine?
+        public var key: KeyLine?
+
+        /// Creates the value from its parts.
+        public init(duration: Double, uri: String, byteRange: (length: Int, offset: Int)? = nil, key: KeyLine? = nil) {
+            self.duration = duration
+            self.uri = uri
+            self.byteRange = byteRange
+            self.key = key
+        }
     }
 
     /// The entries in order.
-    var entries: [Entry] = []
+    public var entries: [Entry] = []
+
+    /// Creates the value from its parts.
+    public init(entries: [Entry] = [], iFramesOnly: Bool = false) {
+        self.entries = entries
+        self.iFramesOnly = iFramesOnly
+    }
     /// True for an `EXT-X-I-FRAMES-ONLY` playlist.
-    var iFramesOnly = false
+    public var iFramesOnly = false
 
     /// The lowest EXT-X-VERSION the playlist's features need: 3 for decimal EXTINF, 4 for byte ranges
     /// and I-frames only, 5 for SAMPLE-AES and KEYFORMAT.
-    var minimumVersion: Int {
+    public var minimumVersion: Int {
         var version = 3
         if iFramesOnly || entries.contains(where: { $0.byteRange != nil }) { version = 4 }
         for entry in entries { if let key = entry.key { version = max(version, key.minimumVersion) } }
@@ -75,12 +101,12 @@ struct MediaPlaylist {
     }
 
     /// The longest EXTINF rounded to the nearest integer.
-    var longestRoundedDuration: Int {
+    public var longestRoundedDuration: Int {
         entries.map { roundedDuration(Double(formatDuration($0.duration)) ?? $0.duration) }.max() ?? 0
     }
 
     /// The playlist text, with `targetDuration` (at least every rounded EXTINF).
-    func render(targetDuration: Int) -> String {
+    public func render(targetDuration: Int) -> String {
         precondition(targetDuration >= longestRoundedDuration, "TARGETDURATION below a rounded EXTINF")
         var lines = [
             "#EXTM3U", "#EXT-X-VERSION:\(minimumVersion)", "#EXT-X-TARGETDURATION:\(targetDuration)",
@@ -99,43 +125,108 @@ struct MediaPlaylist {
 }
 
 /// A master playlist as the packager writes it.
-struct MasterPlaylist {
+public struct MasterPlaylist: Sendable {
     /// An alternative audio rendition (`EXT-X-MEDIA:TYPE=AUDIO`).
-    struct AudioRendition {
-        var groupID: String
-        var name: String
-        var language: String?
-        var isDefault: Bool
-        var channels: Int
-        var uri: String
+    public struct AudioRendition: Sendable {
+        /// The GROUP-ID the variants name in AUDIO.
+        public var groupID: String
+        /// The NAME shown to the viewer.
+        public var name: String
+        /// The LANGUAGE tag (RFC 5646), if known.
+        public var language: String?
+        /// True for DEFAULT=YES.
+        public var isDefault: Bool
+        /// The CHANNELS count.
+        public var channels: Int
+        /// The media playlist URI, relative to the master.
+        public var uri: String
+
+        /// Creates the value from its parts.
+        public init(groupID: String, name: String, language: String? = nil, isDefault: Bool, channels: Int, uri: String)
+        {
+            self.groupID = groupID
+            self.name = name
+            self.language = language
+            self.isDefault = isDefault
+            self.channels = channels
+            self.uri = uri
+        }
     }
 
     /// A variant stream (`EXT-X-STREAM-INF`).
-    struct Variant {
-        var bandwidth: Int
-        var averageBandwidth: Int
-        var codecs: [String]
-        var resolution: (width: Int, height: Int)?
-        var frameRate: Double?
-        var audioGroup: String?
-        var uri: String
+    public struct Variant: Sendable {
+        /// BANDWIDTH: the peak bit rate, bits per second.
+        public var bandwidth: Int
+        /// AVERAGE-BANDWIDTH, bits per second.
+        public var averageBandwidth: Int
+        /// The CODECS entries (RFC 6381).
+        public var codecs: [String]
+        /// RESOLUTION, in pixels.
+        public var resolution: (width: Int, height: Int)?
+        /// FRAME-RATE, frames per second.
+        public var frameRate: Double?
+        /// The AUDIO group ID, when audio is a rendition.
+        public var audioGroup: String?
+        /// The media playlist URI, relative to the master.
+        public var uri: String
+
+        /// Creates the value from its parts.
+        public init(
+            bandwidth: Int, averageBandwidth: Int, codecs: [String], resolution: (width: Int, height: Int)? = nil,
+            frameRate: Double? = nil, audioGroup: String? = nil, uri: String
+        ) {
+            self.bandwidth = bandwidth
+            self.averageBandwidth = averageBandwidth
+            self.codecs = codecs
+            self.resolution = resolution
+            self.frameRate = frameRate
+            self.audioGroup = audioGroup
+            self.uri = uri
+        }
     }
 
     /// An I-frame variant (`EXT-X-I-FRAME-STREAM-INF`).
-    struct IFrameVariant {
-        var bandwidth: Int
-        var averageBandwidth: Int
-        var codecs: [String]
-        var resolution: (width: Int, height: Int)
-        var uri: String
+    public struct IFrameVariant: Sendable {
+        /// BANDWIDTH: the peak bit rate, bits per second.
+        public var bandwidth: Int
+        /// AVERAGE-BANDWIDTH, bits per second.
+        public var averageBandwidth: Int
+        /// The CODECS entries (RFC 6381).
+        public var codecs: [String]
+        /// RESOLUTION, in pixels.
+        public var resolution: (width: Int, height: Int)
+        /// The media playlist URI, relative to the master.
+        public var uri: String
+
+        /// Creates the value from its parts.
+        public init(
+            bandwidth: Int, averageBandwidth: Int, codecs: [String], resolution: (width: Int, height: Int), uri: String
+        ) {
+            self.bandwidth = bandwidth
+            self.averageBandwidth = averageBandwidth
+            self.codecs = codecs
+            self.resolution = resolution
+            self.uri = uri
+        }
     }
 
-    var audioRenditions: [AudioRendition] = []
-    var variants: [Variant] = []
-    var iFrameVariants: [IFrameVariant] = []
+    /// The EXT-X-MEDIA audio renditions.
+    public var audioRenditions: [AudioRendition] = []
+    /// The EXT-X-STREAM-INF variants.
+    public var variants: [Variant] = []
+    /// The EXT-X-I-FRAME-STREAM-INF variants.
+    public var iFrameVariants: [IFrameVariant] = []
+
+    /// Creates the value from its parts.
+    public init(audioRenditions: [AudioRendition] = [], variants: [Variant] = [], iFrameVariants: [IFrameVariant] = [])
+    {
+        self.audioRenditions = audioRenditions
+        self.variants = variants
+        self.iFrameVariants = iFrameVariants
+    }
 
     /// The playlist text. It needs no EXT-X-VERSION: nothing in it is newer than version 1.
-    func render() -> String {
+    public func render() -> String {
         var lines = ["#EXTM3U", "#EXT-X-INDEPENDENT-SEGMENTS"]
         for rendition in audioRenditions {
             var attributes = ["TYPE=AUDIO", "GROUP-ID=\"\(rendition.groupID)\""]

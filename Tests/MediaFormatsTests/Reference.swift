@@ -1,6 +1,6 @@
 import Crypto
 
-@testable import Packager
+@testable import MediaFormats
 
 /// A deliberately plain reference for the SAMPLE-AES rules, written from the specification's text and
 /// independent of the packager's code: one AES block at a time, the CBC chain carried by hand, the

@@ -58,7 +58,7 @@ public final class SampleAESCipher {
     /// Appends to `output` the Annex-B access unit in `bytes` (NAL payloads at `nalUnits`) with its
     /// slices encrypted and escaped again. The slices are encrypted in place in `bytes`, which the
     /// caller gives up.
-    func encryptVideo(_ bytes: inout [UInt8], nalUnits: [Range<Int>], appendingTo output: inout [UInt8])
+    public func encryptVideo(_ bytes: inout [UInt8], nalUnits: [Range<Int>], appendingTo output: inout [UInt8])
         throws(CryptoError)
     {
         try bytes.withMutableBytes { (source) throws(CryptoError) in

@@ -7,7 +7,7 @@ public enum ElementaryCodec: String, Sendable, Hashable {
     case eac3
 
     /// The PMT stream_type: clear (0x1B, 0x0F, 0x81, 0x87) or SAMPLE-AES (0xDB, 0xCF, 0xC1, 0xC2).
-    func streamType(encrypted: Bool) -> UInt8 {
+    public func streamType(encrypted: Bool) -> UInt8 {
         switch self {
         case .h264: encrypted ? 0xDB : 0x1B
         case .aac: encrypted ? 0xCF : 0x0F
@@ -17,7 +17,7 @@ public enum ElementaryCodec: String, Sendable, Hashable {
     }
 
     /// The codec a PMT stream_type names, and whether it is the SAMPLE-AES variant; nil for others.
-    static func from(streamType: UInt8) -> (codec: ElementaryCodec, encrypted: Bool)? {
+    public static func from(streamType: UInt8) -> (codec: ElementaryCodec, encrypted: Bool)? {
         for codec in [ElementaryCodec.h264, .aac, .ac3, .eac3] {
             if codec.streamType(encrypted: false) == streamType { return (codec, false) }
             if codec.streamType(encrypted: true) == streamType { return (codec, true) }
@@ -26,7 +26,7 @@ public enum ElementaryCodec: String, Sendable, Hashable {
     }
 
     /// The private_data_indicator a SAMPLE-AES stream carries: `zavc`, `aacd`, `ac3d` or `ec3d`.
-    var privateDataIndicator: String {
+    public var privateDataIndicator: String {
         switch self {
         case .h264: "zavc"
         case .aac: "aacd"
@@ -36,7 +36,7 @@ public enum ElementaryCodec: String, Sendable, Hashable {
     }
 
     /// The PES stream_id base: 0xE0 video, 0xC0 MPEG audio, 0xBD (private_stream_1) for AC-3/E-AC-3.
-    var pesStreamID: UInt8 {
+    public var pesStreamID: UInt8 {
         switch self {
         case .h264: 0xE0
         case .aac: 0xC0
@@ -45,20 +45,20 @@ public enum ElementaryCodec: String, Sendable, Hashable {
     }
 
     /// True for audio.
-    var isAudio: Bool { self != .h264 }
+    public var isAudio: Bool { self != .h264 }
 }
 
 /// The audio setup information of SAMPLE-AES: the 'apad' registration descriptor's payload in the PMT
 /// and the data of the ID3 `com.apple.streaming.audioDescription` frame in packed audio.
-struct AudioSetupInformation: Equatable {
+public struct AudioSetupInformation: Equatable, Sendable {
     /// `zaac`, `zach`, `zacp`, `zac3` or `zec3`.
-    var audioType: String
+    public var audioType: String
     /// AudioSpecificConfig for AAC, the first 10 bytes of a syncframe for AC-3, `dec3` for E-AC-3.
-    var setupData: [UInt8]
+    public var setupData: [UInt8]
 
     /// The serialized form: audio_type, priming (0), version (1), setup_data_length, setup_data; throws
     /// when the setup data is longer than its one length byte can say.
-    func serialized() throws(FormatError) -> [UInt8] {
+    public func serialized() throws(FormatError) -> [UInt8] {
         guard let length = UInt8(exactly: setupData.count) else {
             throw FormatError(
                 "audio setup information", "\(setupData.count) bytes of setup data exceed setup_data_length's 255")
@@ -73,7 +73,7 @@ struct AudioSetupInformation: Equatable {
     }
 
     /// Parses the serialized form.
-    init(bytes: [UInt8]) throws(FormatError) {
+    public init(bytes: [UInt8]) throws(FormatError) {
         guard bytes.count >= 8 else { throw FormatError("audio setup information", "only \(bytes.count) bytes") }
         audioType = String(decoding: bytes[0..<4], as: UTF8.self)
         let length = Int(bytes[7])
@@ -85,16 +85,16 @@ struct AudioSetupInformation: Equatable {
     }
 
     /// Creates setup information.
-    init(audioType: String, setupData: [UInt8]) {
+    public init(audioType: String, setupData: [UInt8]) {
         self.audioType = audioType
         self.setupData = setupData
     }
 }
 
 /// MPEG-2 descriptors the PMT carries.
-enum TransportStreamDescriptor {
+public enum TransportStreamDescriptor: Sendable {
     /// private_data_indicator_descriptor (tag 0x0F) with a four-character code.
-    static func privateDataIndicator(_ code: String) -> [UInt8] {
+    public static func privateDataIndicator(_ code: String) -> [UInt8] {
         var out: [UInt8] = [0x0F, 4]
         out.appendFourCC(code)
         return out
@@ -102,7 +102,7 @@ enum TransportStreamDescriptor {
 
     /// registration_descriptor (tag 0x05): `format` and its additional identification bytes; throws
     /// when they are longer than the descriptor's one length byte can say.
-    static func registration(_ format: String, _ additional: [UInt8]) throws(FormatError) -> [UInt8] {
+    public static func registration(_ format: String, _ additional: [UInt8]) throws(FormatError) -> [UInt8] {
         guard let length = UInt8(exactly: 4 + additional.count) else {
             throw FormatError(
                 "registration descriptor", "\(additional.count) bytes of additional identification exceed 251")
@@ -114,7 +114,7 @@ enum TransportStreamDescriptor {
     }
 
     /// ISO_639_language_descriptor (tag 0x0A) for a three-letter code.
-    static func language(_ code: String) -> [UInt8] {
+    public static func language(_ code: String) -> [UInt8] {
         var out: [UInt8] = [0x0A, 4]
         out.append(contentsOf: code.utf8.prefix(3))
         out.append(0)  // audio_type: undefined
@@ -123,19 +123,27 @@ enum TransportStreamDescriptor {
 }
 
 /// One elementary stream of the program a `TransportStreamWriter` writes.
-struct TransportStreamTrack {
+public struct TransportStreamTrack: Sendable {
     /// The packet identifier.
-    var pid: UInt16
+    public var pid: UInt16
     /// The PMT stream_type.
-    var streamType: UInt8
+    public var streamType: UInt8
     /// The PES stream_id.
-    var streamID: UInt8
+    public var streamID: UInt8
     /// The ES_info descriptors, serialized.
-    var descriptors: [UInt8]
+    public var descriptors: [UInt8]
+
+    /// Creates the value from its parts.
+    public init(pid: UInt16, streamType: UInt8, streamID: UInt8, descriptors: [UInt8]) {
+        self.pid = pid
+        self.streamType = streamType
+        self.streamID = streamID
+        self.descriptors = descriptors
+    }
 }
 
 /// MPEG-2 CRC-32 (polynomial 0x04C11DB7, not reflected, initial value all ones) of PSI sections.
-enum MPEGCRC32 {
+public enum MPEGCRC32: Sendable {
     private static let table: [UInt32] = (0..<256).map { index in
         var crc = UInt32(index) << 24
         for _ in 0..<8 { crc = crc & 0x8000_0000 != 0 ? (crc << 1) ^ 0x04C1_1DB7 : crc << 1 }
@@ -143,7 +151,7 @@ enum MPEGCRC32 {
     }
 
     /// The CRC of `bytes`.
-    static func checksum<C: Collection>(_ bytes: C) -> UInt32 where C.Element == UInt8 {
+    public static func checksum<C: Collection>(_ bytes: C) -> UInt32 where C.Element == UInt8 {
         var crc: UInt32 = 0xFFFF_FFFF
         for byte in bytes { crc = (crc << 8) ^ table[Int((crc >> 24) ^ UInt32(byte))] }
         return crc
@@ -152,19 +160,19 @@ enum MPEGCRC32 {
 
 /// Writes one MPEG-2 transport stream program: PAT, PMT (the whole PMT in one packet), PES packets with
 /// PTS/DTS, PCR on the PCR stream, and continuity counters that run on across segments.
-struct TransportStreamWriter {
+public struct TransportStreamWriter: Sendable {
     /// Bytes in a TS packet.
-    static let packetSize = 188
+    public static let packetSize = 188
     /// The PID of the PMT.
-    static let programMapPID: UInt16 = 0x1000
+    public static let programMapPID: UInt16 = 0x1000
     /// The program number of the one program.
-    static let programNumber: UInt16 = 1
+    public static let programNumber: UInt16 = 1
     /// The 33-bit wrap of PTS, DTS and PCR base values.
-    static let timestampWrap: Int64 = 1 << 33
+    public static let timestampWrap: Int64 = 1 << 33
     /// The largest PES packet written, header included (64 MiB, far above any H.264 access unit an
     /// encoder makes); the verifier refuses to assemble larger ones, so a hostile segment cannot make it
     /// hold one growing buffer per PID.
-    static let maximumPESSize = 64 << 20
+    public static let maximumPESSize = 64 << 20
 
     private let tracks: [TransportStreamTrack]
     private let pcrPID: UInt16
@@ -174,7 +182,7 @@ struct TransportStreamWriter {
     private var continuity = [UInt8](repeating: 0, count: 8192)
 
     /// A writer for `tracks`, with the PCR on `pcrPID`; throws when the PMT would not fit one packet.
-    init(tracks: [TransportStreamTrack], pcrPID: UInt16) throws(FormatError) {
+    public init(tracks: [TransportStreamTrack], pcrPID: UInt16) throws(FormatError) {
         self.tracks = tracks
         self.pcrPID = pcrPID
         programAssociation = try TransportStreamWriter.section(
@@ -229,7 +237,7 @@ struct TransportStreamWriter {
     }
 
     /// Writes a PAT and a PMT packet.
-    mutating func writeProgramTables(to buffer: ByteBuffer) {
+    public mutating func writeProgramTables(to buffer: ByteBuffer) {
         writeSection(programAssociation, pid: 0, to: buffer)
         writeSection(programMap, pid: TransportStreamWriter.programMapPID, to: buffer)
     }
@@ -252,7 +260,7 @@ struct TransportStreamWriter {
     ///
     /// `pts` and `dts` are 90 kHz; a `pcr` (27 MHz) is written in the first packet's adaptation field;
     /// `randomAccess` sets the random_access_indicator there.
-    mutating func writePES(
+    public mutating func writePES(
         track index: Int, payload: UnsafeRawBufferPointer, pts: Int64, dts: Int64?, pcr: Int64?,
         randomAccess: Bool, to buffer: ByteBuffer
     ) throws(FormatError) {
@@ -340,7 +348,7 @@ struct TransportStreamWriter {
     }
 
     /// Appends a 5-byte PES timestamp: a 4-bit prefix, then 33 bits with marker bits.
-    static func appendTimestamp(_ value: Int64, marker: UInt8, to bytes: inout [UInt8]) {
+    public static func appendTimestamp(_ value: Int64, marker: UInt8, to bytes: inout [UInt8]) {
         let time = UInt64(((value % timestampWrap) + timestampWrap) % timestampWrap)
         bytes.append(marker << 4 | UInt8((time >> 29) & 0x0E) | 1)
         bytes.append(UInt8((time >> 22) & 0xFF))
@@ -350,7 +358,7 @@ struct TransportStreamWriter {
     }
 
     /// Appends a 6-byte PCR: 33-bit base (90 kHz), 6 reserved bits, 9-bit extension.
-    static func appendPCR(_ value: Int64, to bytes: inout [UInt8]) {
+    public static func appendPCR(_ value: Int64, to bytes: inout [UInt8]) {
         let wrap = timestampWrap * 300
         let pcr = UInt64(((value % wrap) + wrap) % wrap)
         let base = pcr / 300

@@ -1,86 +1,57 @@
-/// Parses HLS attribute lists (`KEY=VALUE,KEY="quoted, value"`), RFC 8216 §4.2.
-enum AttributeList {
-    /// The attributes by name, quoted values without their quotes; throws on malformed text.
-    static func parse(_ text: String, structure: String) throws(FormatError) -> [String: String] {
-        var result: [String: String] = [:]
-        var rest = Substring(text)
-        while !rest.isEmpty {
-            guard let equals = rest.firstIndex(of: "=") else {
-                throw FormatError(structure, "attribute '\(rest)' has no value")
-            }
-            let name = String(rest[..<equals])
-            guard !name.isEmpty, name.allSatisfy({ $0.isUppercase || $0.isNumber || $0 == "-" }) else {
-                throw FormatError(structure, "'\(name)' is not an attribute name")
-            }
-            rest = rest[rest.index(after: equals)...]
-            let value: String
-            if rest.first == "\"" {
-                let body = rest.dropFirst()
-                guard let close = body.firstIndex(of: "\"") else {
-                    throw FormatError(structure, "quoted value of \(name) is not closed")
-                }
-                value = String(body[..<close])
-                rest = body[body.index(after: close)...]
-            } else {
-                let end = rest.firstIndex(of: ",") ?? rest.endIndex
-                value = String(rest[..<end])
-                rest = rest[end...]
-            }
-            guard result[name] == nil else { throw FormatError(structure, "attribute \(name) appears twice") }
-            result[name] = value
-            if rest.first == "," {
-                rest = rest.dropFirst()
-                if rest.isEmpty { throw FormatError(structure, "attribute list ends with a comma") }
-            } else if !rest.isEmpty {
-                throw FormatError(structure, "unexpected '\(rest.prefix(16))' after \(name)")
-            }
-        }
-        return result
-    }
-}
-
 /// A media playlist read back by the verifier.
-struct ParsedMediaPlaylist {
+public struct ParsedMediaPlaylist: Sendable {
     /// A segment entry.
-    struct Segment {
-        var duration: Double
-        var uri: String
-        var byteRange: (length: Int, offset: Int)?
+    public struct Segment: Sendable {
+        /// The EXTINF duration, seconds.
+        public var duration: Double
+        /// The URI line.
+        public var uri: String
+        /// The EXT-X-BYTERANGE, its offset resolved.
+        public var byteRange: (length: Int, offset: Int)?
         /// The EXT-X-KEY attributes in force, or nil when none was given.
-        var key: [String: String]?
-        var line: Int
+        public var key: AttributeList?
+        /// The URI's line number, from 1.
+        public var line: Int
     }
 
-    var version: Int?
-    var targetDuration: Int?
-    var mediaSequence = 0
-    var playlistType: String?
-    var independentSegments = false
-    var iFramesOnly = false
-    var endList = false
+    /// EXT-X-VERSION, if given.
+    public var version: Int?
+    /// EXT-X-TARGETDURATION, if given.
+    public var targetDuration: Int?
+    /// EXT-X-MEDIA-SEQUENCE (0 when absent).
+    public var mediaSequence = 0
+    /// EXT-X-PLAYLIST-TYPE, if given.
+    public var playlistType: String?
+    /// True when EXT-X-INDEPENDENT-SEGMENTS is present.
+    public var independentSegments = false
+    /// True when EXT-X-I-FRAMES-ONLY is present.
+    public var iFramesOnly = false
+    /// True when EXT-X-ENDLIST is present.
+    public var endList = false
     /// True when some EXTINF is written with a decimal point (version 3 or later).
-    var hasDecimalDurations = false
-    var segments: [Segment] = []
+    public var hasDecimalDurations = false
+    /// The segments in order.
+    public var segments: [Segment] = []
     /// Every EXT-X-KEY line's attributes, in order.
-    var keyLines: [[String: String]] = []
+    public var keyLines: [AttributeList] = []
     /// Tags the packager never writes, with their line numbers.
-    var unknownTags: [String] = []
+    public var unknownTags: [String] = []
 
     /// The longest EXTINF accepted, in seconds (about 11.6 days): far beyond any segment, small enough
     /// that sums and rates over a playlist's durations stay ordinary numbers.
-    static let maximumDuration = 1_000_000.0
+    public static let maximumDuration = 1_000_000.0
     /// The largest byte range length or offset accepted: the largest segment the verifier reads.
-    static let byteRangeLimit = VerificationRun.segmentLimit
+    public static let byteRangeLimit = 512 << 20
 
     /// Parses `text`, naming `name` in errors; malformed lines throw.
-    init(_ text: String, name: String) throws(FormatError) {
+    public init(_ text: String, name: String) throws(FormatError) {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
             $0.hasSuffix("\r") ? $0.dropLast() : $0
         }
         guard lines.first == "#EXTM3U" else { throw FormatError(name, "does not start with #EXTM3U") }
         var duration: Double? = nil
         var range: (length: Int, offset: Int)? = nil
-        var key: [String: String]? = nil
+        var key: AttributeList? = nil
         var nextOffset: [String: Int] = [:]
         for (index, raw) in lines.enumerated().dropFirst() {
             let number = index + 1
@@ -132,7 +103,7 @@ struct ParsedMediaPlaylist {
             case "#EXT-X-I-FRAMES-ONLY": iFramesOnly = true
             case "#EXT-X-ENDLIST": endList = true
             case "#EXT-X-KEY":
-                let attributes = try AttributeList.parse(value, structure: place)
+                let attributes = try AttributeList(strict: value, structure: place)
                 keyLines.append(attributes)
                 key = attributes["METHOD"] == "NONE" ? nil : attributes
             case "#EXTINF":
@@ -150,7 +121,7 @@ struct ParsedMediaPlaylist {
 
     /// An EXTINF duration: a decimal-floating-point (digits with at most one point, RFC 8216 §4.2; no
     /// sign, exponent, `inf` or `nan`), more than 0 and at most `maximumDuration` seconds.
-    static func duration(_ text: String, place: String) throws(FormatError) -> Double {
+    public static func duration(_ text: String, place: String) throws(FormatError) -> Double {
         let isDecimal =
             !text.isEmpty && text != "." && text.filter({ $0 == "." }).count <= 1
             && text.allSatisfy { $0 == "." || ("0"..."9").contains($0) }
@@ -167,7 +138,7 @@ struct ParsedMediaPlaylist {
 
     /// An EXT-X-BYTERANGE value `length[@offset]`, the offset −1 when absent (it follows the previous
     /// range of the same URI); length 1 to `byteRangeLimit`, offset 0 to `byteRangeLimit`.
-    static func byteRange(_ value: String, place: String) throws(FormatError) -> (length: Int, offset: Int) {
+    public static func byteRange(_ value: String, place: String) throws(FormatError) -> (length: Int, offset: Int) {
         let parts = value.split(separator: "@", omittingEmptySubsequences: false)
         let isDigits = { (part: Substring) in !part.isEmpty && part.allSatisfy { ("0"..."9").contains($0) } }
         guard parts.count <= 2, parts.allSatisfy(isDigits) else {
@@ -186,28 +157,33 @@ struct ParsedMediaPlaylist {
 }
 
 /// A master playlist read back by the verifier.
-struct ParsedMasterPlaylist {
+public struct ParsedMasterPlaylist: Sendable {
     /// An `EXT-X-STREAM-INF` with the URI on the next line.
-    struct Variant {
-        var attributes: [String: String]
-        var uri: String
+    public struct Variant: Sendable {
+        /// The EXT-X-STREAM-INF attributes.
+        public var attributes: AttributeList
+        /// The URI line.
+        public var uri: String
     }
 
-    var variants: [Variant] = []
+    /// The variants in order.
+    public var variants: [Variant] = []
     /// `EXT-X-MEDIA` attribute lists.
-    var media: [[String: String]] = []
+    public var media: [AttributeList] = []
     /// `EXT-X-I-FRAME-STREAM-INF` attribute lists.
-    var iFrameVariants: [[String: String]] = []
-    var version: Int?
-    var independentSegments = false
+    public var iFrameVariants: [AttributeList] = []
+    /// EXT-X-VERSION, if given.
+    public var version: Int?
+    /// True when EXT-X-INDEPENDENT-SEGMENTS is present.
+    public var independentSegments = false
 
     /// Parses `text`, naming `name` in errors.
-    init(_ text: String, name: String) throws(FormatError) {
+    public init(_ text: String, name: String) throws(FormatError) {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
             String($0.hasSuffix("\r") ? $0.dropLast() : $0)
         }
         guard lines.first == "#EXTM3U" else { throw FormatError(name, "does not start with #EXTM3U") }
-        var pending: [String: String]? = nil
+        var pending: AttributeList? = nil
         for (index, line) in lines.enumerated().dropFirst() {
             let place = "\(name) line \(index + 1)"
             if line.isEmpty { continue }
@@ -221,9 +197,9 @@ struct ParsedMasterPlaylist {
             let tag = colon.map { String(line[..<$0]) } ?? line
             let value = colon.map { String(line[line.index(after: $0)...]) } ?? ""
             switch tag {
-            case "#EXT-X-STREAM-INF": pending = try AttributeList.parse(value, structure: place)
-            case "#EXT-X-MEDIA": media.append(try AttributeList.parse(value, structure: place))
-            case "#EXT-X-I-FRAME-STREAM-INF": iFrameVariants.append(try AttributeList.parse(value, structure: place))
+            case "#EXT-X-STREAM-INF": pending = try AttributeList(strict: value, structure: place)
+            case "#EXT-X-MEDIA": media.append(try AttributeList(strict: value, structure: place))
+            case "#EXT-X-I-FRAME-STREAM-INF": iFrameVariants.append(try AttributeList(strict: value, structure: place))
             case "#EXT-X-VERSION": version = Int(value)
             case "#EXT-X-INDEPENDENT-SEGMENTS": independentSegments = true
             case "#EXTINF", "#EXT-X-TARGETDURATION":

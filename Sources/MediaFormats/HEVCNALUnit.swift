@@ -1,0 +1,40 @@
+/// The two-byte HEVC NAL unit header (H.265 §7.3.1.2) and the unit types GuardPlay looks at.
+public struct HEVCNALHeader: Sendable, Equatable {
+    /// `nal_unit_type`, 0…63.
+    public var type: UInt8
+    /// `nuh_layer_id`, 0 for the base layer.
+    public var layerID: UInt8
+    /// `nuh_temporal_id_plus1` − 1.
+    public var temporalID: UInt8
+
+    /// Video parameter set.
+    public static let vps: UInt8 = 32
+    /// Sequence parameter set.
+    public static let sps: UInt8 = 33
+    /// Picture parameter set.
+    public static let pps: UInt8 = 34
+    /// Access unit delimiter.
+    public static let accessUnitDelimiter: UInt8 = 35
+    /// Prefix SEI.
+    public static let prefixSEI: UInt8 = 39
+    /// Suffix SEI.
+    public static let suffixSEI: UInt8 = 40
+
+    /// The header at the start of `nal`; throws when it is shorter than two bytes, its forbidden bit is
+    /// set or its temporal ID is invalid.
+    public init(_ nal: [UInt8], structure: String) throws(FormatError) {
+        guard nal.count >= 2 else { throw FormatError(structure, "a NAL unit of \(nal.count) bytes has no header") }
+        guard nal[0] & 0x80 == 0 else { throw FormatError(structure, "forbidden_zero_bit is set") }
+        type = (nal[0] >> 1) & 0x3F
+        layerID = (nal[0] & 1) << 5 | nal[1] >> 3
+        guard nal[1] & 7 != 0 else { throw FormatError(structure, "nuh_temporal_id_plus1 is 0") }
+        temporalID = (nal[1] & 7) - 1
+    }
+
+    /// True for a slice segment (VCL types 0…31).
+    public var isVCL: Bool { type < 32 }
+    /// True for IRAP pictures (BLA, IDR, CRA and reserved IRAP types 16…23).
+    public var isIRAP: Bool { (16...23).contains(type) }
+    /// True for IDR pictures, whose slices carry no picture order count.
+    public var isIDR: Bool { type == 19 || type == 20 }
+}
