@@ -68,7 +68,8 @@ let package = Package(
         // Fuzzing: one entry point per parser of untrusted bytes, built plain here (and with libFuzzer and
         // ASan by fuzz/Package.swift), and `fuzz-replay`, which runs committed inputs through them.
         .target(
-            name: "FuzzTargets", dependencies: ["ControlAPI", "HTTPServer", "Gateway", "CaptureDetectors"],
+            name: "FuzzTargets",
+            dependencies: ["ControlAPI", "HTTPServer", "Gateway", "CaptureDetectors", "MediaFormats", "Crypto"],
             swiftSettings: strict),
         .executableTarget(name: "FuzzReplay", dependencies: ["FuzzTargets"], swiftSettings: strict),
 

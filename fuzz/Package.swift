@@ -7,7 +7,8 @@ import PackageDescription
 /// Target name (as `FuzzTarget`'s raw value) and the executable's module.
 let fuzzers: [(name: String, module: String)] = [
     ("json", "FuzzJSON"), ("request-bodies", "FuzzRequestBodies"), ("http", "FuzzHTTP"),
-    ("recorder-rules", "FuzzRecorderRules"),
+    ("recorder-rules", "FuzzRecorderRules"), ("transport-stream", "FuzzTransportStream"), ("h264", "FuzzH264"),
+    ("hevc", "FuzzHEVC"), ("audio", "FuzzAudio"), ("playlist", "FuzzPlaylist"),
 ]
 
 let package = Package(

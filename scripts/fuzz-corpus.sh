@@ -12,7 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_BIN=${FUZZ_BIN:-.build/fuzz/release}
-ALL=(json request-bodies http recorder-rules)
+ALL=(json request-bodies http recorder-rules transport-stream h264 hevc audio playlist)
+GUARD_PLAY=${GUARD_PLAY:-.build/debug/guard-play}
 TARGETS=("$@")
 [[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=("${ALL[@]}")
 
@@ -68,6 +69,32 @@ rules() { printf "$1" | seed recorder-rules; }
 rules '# my recorders\nscreen my-recorder\nignore flameshot\n'
 rules 'screen rec when-arg --mode=screen confidence 0.7\naudio arecord when-arg -D\n'
 rules 'screen ffmpeg when-input x11grab kmsgrab confidence 1\nscreen gst-launch-1.0 when-element ximagesrc\r\nscreenshot shot\t# tab\n'
+
+# Media: a real packager output (SAMPLE-AES TS segments and playlists) from media/clip.mp4, and
+# elementary streams cut from the fixtures with ffmpeg. Each seed is cut short: libFuzzer mutates
+# small inputs best, and the committed corpus stays small.
+media="$SCRATCH/media"
+mkdir -p "$media"
+if [[ -x "$GUARD_PLAY" ]]; then
+    "$GUARD_PLAY" package media/clip.mp4 --out "$media/packaged" >/dev/null
+    for segment in "$media"/packaged/*.ts; do head -c $((188 * 128)) "$segment" | seed transport-stream; done
+    for playlist in "$media"/packaged/*.m3u8; do seed playlist <"$playlist"; done
+else
+    echo "fuzz-corpus: $GUARD_PLAY is not built; no packaged seeds (make build first)" >&2
+fi
+ff() { ffmpeg -v error -y "$@"; }
+ff -i media/clip.mp4 -t 1 -c copy -f mpegts "$media/clear.ts" && head -c $((188 * 96)) "$media/clear.ts" | seed transport-stream
+ff -i media/clip.mp4 -c:v copy -bsf:v h264_mp4toannexb -frames:v 3 -an -f h264 "$media/clip.h264" \
+    && head -c 6000 "$media/clip.h264" | seed h264
+ff -f lavfi -i testsrc=size=96x64:rate=10 -frames:v 3 -c:v libx265 -x265-params log-level=none -f hevc "$media/test.hevc" \
+    && head -c 6000 "$media/test.hevc" | seed hevc
+ff -i media/clip.mp4 -vn -c:a copy -f adts "$media/clip.aac" && head -c 2000 "$media/clip.aac" | seed audio
+ff -i media/clip-ac3.mp4 -vn -c:a copy -f ac3 "$media/clip.ac3" && head -c 3000 "$media/clip.ac3" | seed audio
+ff -i media/clip-eac3.mp4 -vn -c:a copy -f eac3 "$media/clip.eac3" && head -c 3000 "$media/clip.eac3" | seed audio
+# An ID3v2.4 tag with the PRIV frame a packed audio segment starts with (HLS §3.4).
+printf 'ID3\x04\x00\x00\x00\x00\x00\x3fPRIV\x00\x00\x00\x35\x00\x00com.apple.streaming.transportStreamTimestamp\x00\x00\x00\x00\x00\x00\x01\x5f\x90' | seed audio
+printf '#EXTM3U\n#EXT-X-VERSION:5\n#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="aac",NAME="English",LANGUAGE="en",DEFAULT=YES,AUTOSELECT=YES,URI="audio.m3u8"\n#EXT-X-STREAM-INF:BANDWIDTH=1280000,AVERAGE-BANDWIDTH=1000000,CODECS="avc1.64001e,mp4a.40.2",RESOLUTION=640x360,FRAME-RATE=29.970,AUDIO="aac"\nvideo.m3u8\n#EXT-X-I-FRAME-STREAM-INF:BANDWIDTH=86000,URI="iframes.m3u8"\n' | seed playlist
+printf '#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXT-X-MEDIA-SEQUENCE:0\n#EXT-X-KEY:METHOD=SAMPLE-AES,URI="skd://k",KEYFORMAT="identity",IV=0x00112233445566778899AABBCCDDEEFF\n#EXTINF:6.006,\n#EXT-X-BYTERANGE:1000@0\nseg.ts\n#EXT-X-ENDLIST\n' | seed playlist
 
 for target in "${TARGETS[@]}"; do
     [[ -d "$SCRATCH/$target" ]] || { echo "fuzz-corpus: no seeds for '$target'" >&2; exit 2; }

@@ -16,6 +16,16 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case http
     /// The recorder-rules file (`recorders.conf`), and the classifier using what it read.
     case recorderRules = "recorder-rules"
+    /// The MPEG-TS reader, then the SAMPLE-AES decryptor over each declared stream's PES payloads.
+    case transportStream = "transport-stream"
+    /// The H.264 readers: Annex-B NAL units, SPS, avcC and the CODECS string.
+    case h264
+    /// The HEVC readers: VPS, SPS, PPS and slice segment headers.
+    case hevc
+    /// The ADTS, AudioSpecificConfig, AC-3/E-AC-3 and ID3 (packed audio) readers.
+    case audio
+    /// The HLS media and master playlist parsers and the attribute-list parser, strict and lenient.
+    case playlist
     /// Not a parser: traps on an input that starts with `CANARY`, so a test can show that a trapping
     /// input fails the replay (`FuzzCorpusTests`).
     case canary
@@ -30,6 +40,11 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .requestBodies: JSONFuzzing.requestBodies(data)
         case .http: HTTPFuzzing.request(data)
         case .recorderRules: RecorderRulesFuzzing.parse(data)
+        case .transportStream: MediaFuzzing.transportStream(data)
+        case .h264: MediaFuzzing.h264(data)
+        case .hevc: MediaFuzzing.hevc(data)
+        case .audio: MediaFuzzing.audio(data)
+        case .playlist: MediaFuzzing.playlist(data)
         case .canary:
             if data.starts(with: "CANARY".utf8) { fatalError("canary input: the replay must report this trap") }
         }
