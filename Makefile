@@ -9,7 +9,7 @@ RELEASE    := .build/release/guard-play
 VENV       := .build/venv
 SCHEMATHESIS_VERSION := 4.32.5
 
-.PHONY: setup build release run test lint format fixtures catalogue dist bench-package openapi clean
+.PHONY: setup build release run test lint format fixtures catalogue dist bench-package openapi clean fuzz fuzz-build fuzz-merge
 
 setup:
 	@scripts/setup.sh
@@ -62,6 +62,38 @@ dist: setup
 # The packager benchmark beside FFmpeg (bench/package.sh; results in docs/PERFORMANCE.md).
 bench-package: setup
 	bench/package.sh
+
+# Fuzzing (docs/FUZZING.md): `make fuzz TARGET=json SECONDS=60` builds fuzz/'s libFuzzer executables
+# (release, ASan) into their own build directory and runs one target for SECONDS, growing a working
+# corpus in .build/fuzz-corpus/TARGET from the committed fuzz/corpus/TARGET; crashes, hangs over 1 s
+# and allocations over 256 MiB are findings, written to .build/fuzz-findings/TARGET/.
+# `make fuzz-merge TARGET=…` minimises the working corpus back into fuzz/corpus/TARGET.
+# SwiftPM passes --sanitize flags to the compiler one by one and only the last takes, so the compile
+# gets them as one -sanitize=fuzzer,address (docs/FUZZING.md); the --sanitize pair makes the link.
+TARGET     ?= json
+SECONDS    ?= 60
+FUZZ_BUILD := .build/fuzz
+FUZZ_BIN   := $(FUZZ_BUILD)/release
+FUZZ_FLAGS := -rss_limit_mb=256 -malloc_limit_mb=256 -timeout=1
+# A small ASan quarantine, so freed memory it holds back does not count toward the 256 MiB RSS limit.
+FUZZ_ENV   := SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=quarantine_size_mb=16
+FUZZ_DICT  := $(wildcard fuzz/dictionaries/$(TARGET).dict)
+
+fuzz-build:
+	$(SWIFT) build --package-path fuzz --scratch-path $(FUZZ_BUILD) -c release \
+		--sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer,address
+
+fuzz: fuzz-build
+	mkdir -p .build/fuzz-corpus/$(TARGET) .build/fuzz-findings/$(TARGET)
+	$(FUZZ_ENV) $(FUZZ_BIN)/fuzz-$(TARGET) $(FUZZ_FLAGS) -max_total_time=$(SECONDS) \
+		-print_final_stats=1 -artifact_prefix=.build/fuzz-findings/$(TARGET)/ \
+		$(if $(FUZZ_DICT),-dict=$(FUZZ_DICT)) .build/fuzz-corpus/$(TARGET) fuzz/corpus/$(TARGET)
+
+fuzz-merge: fuzz-build
+	rm -rf .build/fuzz-merged/$(TARGET) && mkdir -p .build/fuzz-merged/$(TARGET)
+	$(FUZZ_ENV) $(FUZZ_BIN)/fuzz-$(TARGET) $(FUZZ_FLAGS) -set_cover_merge=1 .build/fuzz-merged/$(TARGET) \
+		fuzz/corpus/$(TARGET) .build/fuzz-corpus/$(TARGET)
+	rm -f fuzz/corpus/$(TARGET)/* && cp .build/fuzz-merged/$(TARGET)/* fuzz/corpus/$(TARGET)/
 
 clean:
 	rm -rf .build

@@ -10,7 +10,10 @@ let strict: [SwiftSetting] = [.enableUpcomingFeature("InternalImportsByDefault")
 let package = Package(
     name: "GuardPlay",
     products: [
-        .executable(name: "guard-play", targets: ["GuardPlayCLI"])
+        .executable(name: "guard-play", targets: ["GuardPlayCLI"]),
+        // The fuzz targets' entry points, for the libFuzzer package in fuzz/ (docs/FUZZING.md).
+        .library(name: "FuzzTargets", targets: ["FuzzTargets"]),
+        .executable(name: "fuzz-replay", targets: ["FuzzReplay"]),
     ],
     targets: [
         // C system libraries: a modulemap, a shim header and explicit link lines each.
@@ -63,6 +66,14 @@ let package = Package(
             ],
             swiftSettings: strict),
 
+        // Fuzzing: one entry point per parser of untrusted bytes, built plain here (and with libFuzzer and
+        // ASan by fuzz/Package.swift), and `fuzz-replay`, which runs committed inputs through them.
+        .target(
+            name: "FuzzTargets",
+            dependencies: ["ControlAPI", "HTTPServer", "Gateway", "CaptureDetectors", "MediaFormats", "Crypto"],
+            swiftSettings: strict),
+        .executableTarget(name: "FuzzReplay", dependencies: ["FuzzTargets"], swiftSettings: strict),
+
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
         .testTarget(name: "ThreadSupportTests", dependencies: ["ThreadSupport"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["vectors.json"]),
@@ -91,6 +102,8 @@ let package = Package(
                 "MediaCore", "CaptureDetectors", "ProcessTestSupport", "HTTPTestSupport", "Crypto",
                 "PostgresTestSupport",
             ]),
+        // Replays fuzz/corpus and fuzz/regressions through every target on each `make test`.
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "ProcessTestSupport"]),
         // Starting and ending child processes and their process groups, and a seeded generator, shared by the
         // test targets.
         .target(name: "ProcessTestSupport", path: "Tests/ProcessTestSupport"),

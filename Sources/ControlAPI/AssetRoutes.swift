@@ -1,4 +1,3 @@
-import Crypto
 import Gateway
 import HTTPServer
 
@@ -27,34 +26,19 @@ enum AssetRoutes {
                 return Representation.asset(asset).response()
             },
             Route("PUT", "/v1/assets/{id}", access: .scope(.admin)) { context in
-                let body = try context.jsonObject().allowing(["directory", "keys", "denyKeysWhileCapturing"])
-                let keys = try (body.array("keys", maxCount: 16) ?? []).map(importedKey)
+                let body = try AssetImportBody(context.jsonObject())
                 let existed = gateway.asset(context.parameter("id")) != nil
                 let asset = try gateway.importAsset(
-                    id: context.parameter("id"), directory: try body.requiredString("directory", maxLength: 4096),
-                    keys: keys, denyKeysWhileCapturing: try body.bool("denyKeysWhileCapturing") ?? false)
+                    id: context.parameter("id"), directory: body.directory, keys: body.keys,
+                    denyKeysWhileCapturing: body.denyKeysWhileCapturing)
                 return Representation.asset(asset).response(status: existed ? 200 : 201)
             },
             Route("PUT", "/v1/assets/{id}/policy", access: .scope(.control)) { context in
-                let body = try context.jsonObject().allowing(["denyKeysWhileCapturing"])
+                let body = try AssetPolicyBody(context.jsonObject())
                 let asset = try gateway.setPolicy(
-                    asset: context.parameter("id"),
-                    denyKeysWhileCapturing: try body.requiredBool("denyKeysWhileCapturing"))
+                    asset: context.parameter("id"), denyKeysWhileCapturing: body.denyKeysWhileCapturing)
                 return Representation.asset(asset).response()
             },
         ]
-    }
-
-    static func importedKey(_ item: JSON) throws -> ImportedKey {
-        guard case .object(let members) = item else { throw APIProblem.invalid("Each key must be an object.") }
-        let object = try JSONObject(members: members).allowing(["kid", "key", "uri"])
-        let kid = try object.requiredString("kid", maxLength: 32).lowercased()
-        guard kid.utf8.count == 32, [UInt8](hex: kid) != nil else {
-            throw APIProblem.invalid("Field 'kid' must be 32 hexadecimal digits.")
-        }
-        guard let key = [UInt8](hex: try object.requiredString("key", maxLength: 32)), key.count == 16 else {
-            throw APIProblem.invalid("Field 'key' must be 32 hexadecimal digits (16 bytes).")
-        }
-        return ImportedKey(kid: kid, key: key, uri: try object.string("uri", maxLength: 1024))
     }
 }

@@ -7,6 +7,11 @@ public struct JSONObject: Sendable {
     /// The members in order.
     public let members: [(String, JSON)]
 
+    /// The object with these members.
+    package init(members: [(String, JSON)]) {
+        self.members = members
+    }
+
     /// Throws 422 when a member's name is not in `names`.
     public func allowing(_ names: Set<String>) throws -> JSONObject {
         if let unknown = members.first(where: { !names.contains($0.0) }) {

@@ -7,11 +7,13 @@ enum JobRoutes {
     static func routes(gateway: Gateway) -> [Route] {
         [
             Route("POST", "/v1/packaging-jobs", access: .scope(.package)) { context in
-                let body = try context.jsonObject().allowing(["input", "asset", "denyKeysWhileCapturing"])
+                // Unknown members first, then the Idempotency-Key field, then the fields, as before.
+                let object = try context.jsonObject().allowing(PackagingJobBody.fields)
                 let key = try idempotencyKey(context.request.headers)
+                let body = try PackagingJobBody(object)
                 let (job, _) = try gateway.jobs.submit(
-                    input: try body.requiredString("input"), asset: try body.requiredID("asset"),
-                    denyKeysWhileCapturing: try body.bool("denyKeysWhileCapturing") ?? false, idempotencyKey: key)
+                    input: body.input, asset: body.asset, denyKeysWhileCapturing: body.denyKeysWhileCapturing,
+                    idempotencyKey: key)
                 return Representation.job(job).response(
                     status: 202, headers: HTTPHeaders([("Location", "/v1/packaging-jobs/\(job.id)")]))
             },

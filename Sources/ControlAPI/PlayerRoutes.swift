@@ -89,10 +89,7 @@ public enum PlayerRoutes {
                 return representation(player.status).response()
             },
             Route("POST", "/v1/player/seek", access: .scope(.control)) { context in
-                let body = try context.jsonObject().allowing(["position"])
-                guard let position = try body.number("position", in: 0...1e9) else {
-                    throw APIProblem.invalid("Field 'position' is required.")
-                }
+                let position = try PlayerSeekBody(context.jsonObject()).position
                 if let duration = player.status.duration, position > duration {
                     throw APIProblem.invalid("Field 'position' is past the end (\(duration) s).")
                 }
@@ -100,13 +97,10 @@ public enum PlayerRoutes {
                 return representation(player.status).response()
             },
             Route("PUT", "/v1/player/capture-state", access: .scope(.control)) { context in
-                let body = try context.jsonObject().allowing(["capturing", "seq", "observedAt", "leaseSeconds"])
-                let capturing = try body.requiredBool("capturing")
-                let seq = UInt64(try body.requiredInteger("seq", in: 0...9_007_199_254_740_991))
-                let lease = try body.number("leaseSeconds", in: 1...maxLease) ?? defaultLease
-                let observedAt = try body.requiredTimestamp("observedAt")
-                try ObservedAtWindow(lease: lease).check(observedAt, now: now())
-                let outcome = player.reportCapture(capturing: capturing, seq: seq, lease: lease, observedAt: observedAt)
+                let body = try PlayerCaptureReportBody(context.jsonObject())
+                try ObservedAtWindow(lease: body.leaseSeconds).check(body.observedAt, now: now())
+                let outcome = player.reportCapture(
+                    capturing: body.capturing, seq: body.seq, lease: body.leaseSeconds, observedAt: body.observedAt)
                 var members: [(String, JSON)] = [("applied", .bool(outcome == .accepted))]
                 if case .stale(let last) = outcome { members.append(("lastSeq", .number(Double(last)))) }
                 members.append(("player", representation(player.status)))

@@ -8,11 +8,11 @@ enum SessionRoutes {
     static func routes(gateway: Gateway, publicURL: String?) -> [Route] {
         [
             Route("POST", "/v1/sessions", access: .scope(.control)) { context in
-                let body = try context.jsonObject().allowing(["asset", "ttlSeconds"])
-                let asset = try body.requiredID("asset")
-                let ttl = try body.integer("ttlSeconds", in: 1...Int64(gateway.configuration.maxSessionTTL))
+                let body = try SessionCreationBody(
+                    context.jsonObject(), maxTTL: Int64(gateway.configuration.maxSessionTTL))
+                let asset = body.asset
                 let (session, token) = try gateway.createSession(
-                    asset: asset, ttl: ttl.map(TimeInterval.init), remote: context.request.remoteAddress)
+                    asset: asset, ttl: body.ttlSeconds.map(TimeInterval.init), remote: context.request.remoteAddress)
                 let master = gateway.asset(asset)?.master ?? "master.m3u8"
                 let path = "/v1/hls/\(asset)/\(master)?token=\(token)"
                 let base = publicURL ?? hostURL(context.request.headers["Host"])
@@ -35,22 +35,17 @@ enum SessionRoutes {
                 return HTTPResponse(status: 204, headers: HTTPHeaders([("Cache-Control", "no-store")]))
             },
             Route("PUT", "/v1/sessions/{id}/capture-state", access: .scopeOrSessionToken(.control)) { context in
-                let body = try context.jsonObject().allowing(["capturing", "seq", "observedAt"])
+                let body = try CaptureReportBody(context.jsonObject())
                 let (outcome, session) = try gateway.reportCapture(
-                    session: context.parameter("id"), capturing: try body.requiredBool("capturing"),
-                    seq: UInt64(try body.requiredInteger("seq", in: 0...9_007_199_254_740_991)),
-                    observedAt: try body.requiredTimestamp("observedAt"))
+                    session: context.parameter("id"), capturing: body.capturing, seq: body.seq,
+                    observedAt: body.observedAt)
                 let applied: Bool
                 if case .applied = outcome { applied = true } else { applied = false }
                 return JSON.object(["applied": .bool(applied), "capture": Representation.capture(session.capture)])
                     .response()
             },
             Route("POST", "/v1/sessions/{id}/commands", access: .scope(.control)) { context in
-                let body = try context.jsonObject().allowing(["command"])
-                let name = try body.requiredString("command", maxLength: 16)
-                guard let command = SessionCommand(rawValue: name) else {
-                    throw APIProblem.invalid("Field 'command' must be one of pause, resume, stop.")
-                }
+                let command = try SessionCommandBody(context.jsonObject()).command
                 try gateway.send(command, to: context.parameter("id"))
                 return JSON.object(["command": .string(command.rawValue), "session": .string(context.parameter("id"))])
                     .response(status: 202)

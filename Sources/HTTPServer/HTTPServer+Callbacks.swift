@@ -14,16 +14,15 @@ final class RequestContext: @unchecked Sendable {
     let method: String
     let target: String
     let headers: HTTPHeaders
-    var body: [UInt8] = []
-    /// Bytes of an over-cap chunked body thrown away so far.
-    var discarded = 0
+    var body: RequestBody
     var rejection: Rejection?
 
-    init(connection: ConnectionState, method: String, target: String, headers: HTTPHeaders) {
+    init(connection: ConnectionState, method: String, target: String, headers: HTTPHeaders, maxBodyBytes: Int) {
         self.connection = connection
         self.method = method
         self.target = target
         self.headers = headers
+        body = RequestBody(cap: maxBodyBytes)
     }
 }
 
@@ -139,7 +138,7 @@ func handleRequest(
     let (path, query) = splitTarget(context.target)
     let peer = context.connection.remoteAddress
     let request = HTTPRequest(
-        method: context.method, path: path, query: query, headers: context.headers, body: context.body,
+        method: context.method, path: path, query: query, headers: context.headers, body: context.body.bytes,
         remoteAddress: server.configuration.trustedProxies.client(
             peer: peer, forwardedFor: context.headers.values("X-Forwarded-For")),
         peerAddress: peer)
@@ -163,7 +162,7 @@ extension HTTPServer {
         let target = recorded ?? url.map { String(cString: $0) } ?? "/"
         let context = RequestContext(
             connection: state, method: method.map { String(cString: $0) } ?? "",
-            target: target, headers: HTTPHeaders(collector.fields))
+            target: target, headers: HTTPHeaders(collector.fields), maxBodyBytes: configuration.maxBodyBytes)
         // Retained into libmicrohttpd's per-request pointer; `requestCompleted` releases it.
         requestContext.pointee = Unmanaged.passRetained(context).toOpaque()
         let versionText = version.map { String(cString: $0) } ?? ""
@@ -178,14 +177,9 @@ extension HTTPServer {
     /// A piece of body: kept up to the cap, then counted and thrown away so the 413 can be sent once
     /// the body is over; a client that keeps sending far past the cap is disconnected.
     fileprivate func bodyArrived(_ context: RequestContext, bytes: UnsafeRawBufferPointer) -> MHD_Result {
-        if context.rejection == nil && context.body.count + bytes.count <= configuration.maxBodyBytes {
-            context.body.append(contentsOf: bytes)
-            return .YES
-        }
-        context.rejection = configuration.bodyTooLarge
-        context.body = []
-        context.discarded += bytes.count
-        return context.discarded > 4 * max(configuration.maxBodyBytes, 64 * 1024) ? MHD_Result.NO : MHD_Result.YES
+        let keepReading = context.body.append(bytes)
+        if context.body.overCap { context.rejection = configuration.bodyTooLarge }
+        return keepReading ? .YES : .NO
     }
 
     /// Builds libmicrohttpd's response for `response` and queues it.
@@ -294,7 +288,7 @@ private func streamReleased(_ cls: UnsafeMutableRawPointer?) {
 }
 
 /// Splits a raw request target at its first `?`.
-func splitTarget(_ target: String) -> (path: String, query: String?) {
+package func splitTarget(_ target: String) -> (path: String, query: String?) {
     guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return (target, nil) }
     return (String(target[..<mark]), String(target[target.utf8.index(after: mark)...]))
 }

@@ -49,8 +49,10 @@ public struct Rejection: Sendable, Equatable {
 }
 
 extension HTTPServerConfiguration {
-    /// The first rule `request` breaks, or nil. `headers` are as received; the body has not been read.
-    func screen(version: String, target: String, headers: HTTPHeaders) -> Rejection? {
+    /// The first rule a request breaks, or nil. `headers` are as received; the body has not been read.
+    /// libmicrohttpd has parsed the request line and header by then; this is everything the server
+    /// decides itself, so the fuzz targets call it without a socket.
+    package func screen(version: String, target: String, headers: HTTPHeaders) -> Rejection? {
         if target.utf8.count > maxTargetLength {
             return Rejection(
                 .targetTooLong, status: 414, detail: "The request target is longer than \(maxTargetLength) bytes.")
@@ -102,7 +104,7 @@ extension HTTPServerConfiguration {
     }
 
     /// The refusal for a body over the cap.
-    var bodyTooLarge: Rejection {
+    package var bodyTooLarge: Rejection {
         Rejection(.bodyTooLarge, status: 413, detail: "The request body is larger than \(maxBodyBytes) bytes.")
     }
 }
