@@ -329,7 +329,7 @@ private func handWrittenStream() -> [[UInt8]] {
     ]
 }
 
-@Suite(.timeLimit(.minutes(2))) struct HEVCSyntaxTests {
+@Suite(.timeLimit(.minutes(10))) struct HEVCSyntaxTests {
     @Test func handWrittenHeadersEndWhereFFmpegSaysAndDeriveTheInferredValues() throws {
         let stream = handWrittenStream()
         let traced = try EncodedClip(name: "syntax", nalUnits: stream)
