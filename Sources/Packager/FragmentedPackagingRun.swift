@@ -205,16 +205,13 @@ struct FragmentedPackagingRun {
     }
 
     private func keyLine(iv: [UInt8]?) -> KeyLine? {
-        guard let uri = keys.uri else { return nil }
         let method =
             switch options.encryption {
             case .sampleAES: "SAMPLE-AES"
             case .cenc: "SAMPLE-AES-CTR"
             case .aes128, .none: "AES-128"
             }
-        return KeyLine(
-            method: method, uri: uri, iv: iv, keyFormat: keys.keyFormat,
-            keyFormatVersions: keys.keyFormat == nil ? nil : "1")
+        return keys.keyLine(method: method, iv: iv)
     }
 
     private func publish(outputs: [FragmentedOutput], details: [StreamDetails]) throws(PackagingError)

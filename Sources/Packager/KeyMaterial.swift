@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Glibc
+import MediaFormats
 
 /// The key, IV and key ID of a job (given or drawn from OpenSSL's RNG), the key URI the playlists name,
 /// and the key file written with mode 0600 beside, never inside, the output.
@@ -14,6 +15,13 @@ struct KeyMaterial {
     var keyFormat: String?
     /// The absolute key file path, or nil.
     var keyFile: String?
+
+    /// The EXT-X-KEY line that names this key with `method` and `iv`, or nil without a key URI.
+    func keyLine(method: String, iv: [UInt8]?) -> KeyLine? {
+        guard let uri else { return nil }
+        return KeyLine(
+            method: method, uri: uri, iv: iv, keyFormat: keyFormat, keyFormatVersions: keyFormat == nil ? nil : "1")
+    }
 
     /// Resolves the options; `output` is the absolute output path.
     init(options: PackagingOptions, output: String) throws(PackagingError) {

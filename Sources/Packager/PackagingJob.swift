@@ -253,11 +253,7 @@ private struct PackagingRun {
     }
 
     private func keyLine(iv: [UInt8]) -> KeyLine? {
-        guard let uri = keys.uri else { return nil }
-        let method = options.encryption == .sampleAES ? "SAMPLE-AES" : "AES-128"
-        return KeyLine(
-            method: method, uri: uri, iv: iv, keyFormat: keys.keyFormat,
-            keyFormatVersions: keys.keyFormat == nil ? nil : "1")
+        keys.keyLine(method: options.encryption == .sampleAES ? "SAMPLE-AES" : "AES-128", iv: iv)
     }
 
     private func publishPlaylists(outputs: [SegmentedOutput], details: [StreamDetails]) throws(PackagingError)
