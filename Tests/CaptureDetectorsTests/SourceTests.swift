@@ -20,21 +20,18 @@ final class ManualClock: Sendable {
 /// not look like a recorder to other tests or runs for long.
 func standIn(_ name: String, _ arguments: [String], in directory: URL) throws -> Process {
     let path = directory.appendingPathComponent(name)
-    let process = Process()
     if arguments.isEmpty {
-        try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: path.path)
-        process.executableURL = path
-        process.arguments = ["15"]
+        try copyExecutable(from: "/bin/sleep", to: path.path)
     } else {
         // Short sleeps in a loop: a killed script leaves no long-lived child holding its descriptors.
-        try "#!/bin/sh\ni=0\nwhile [ $i -lt 150 ]; do sleep 0.1; i=$((i + 1)); done\n".write(
-            to: path, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path.path)
-        process.executableURL = path
-        process.arguments = arguments
+        try writeExecutable("#!/bin/sh\ni=0\nwhile [ $i -lt 150 ]; do sleep 0.1; i=$((i + 1)); done\n", to: path.path)
     }
-    try process.run()
-    return process
+    return try runRetryingBusyText {
+        let process = Process()
+        process.executableURL = path
+        process.arguments = arguments.isEmpty ? ["15"] : arguments
+        return process
+    }
 }
 
 /// Ends a stand-in at once (SIGKILL: a test runner may start children with SIGTERM ignored) and reaps it.
@@ -129,15 +126,15 @@ func end(_ process: Process) {
         let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
         let gate = directory.appendingPathComponent("go")
         let script = directory.appendingPathComponent("pw-dump")
-        try """
+        let body = """
         #!/bin/sh
         cat '\(fixtures.path)/idle-playback.json'
         while [ ! -e '\(gate.path)' ]; do sleep 0.05; done
         cat '\(fixtures.path)/audio-monitor-record.json'
         while [ ! -e '\(gate.path).2' ]; do sleep 0.05; done
         exit 3
-        """.write(to: script, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        """
+        try writeExecutable(body, to: script.path)
 
         let monitor = CaptureMonitor()
         monitor.attach(
@@ -160,8 +157,7 @@ func end(_ process: Process) {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let script = directory.appendingPathComponent("pw-dump")
-        try "#!/bin/sh\nexec sleep 5\n".write(to: script, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        try writeExecutable("#!/bin/sh\nexec sleep 5\n", to: script.path)
         let monitor = CaptureMonitor()
         // `start` (inside `attach`) gives up waiting after the start timeout and leaves `unknown` in force.
         monitor.attach(PipeWireCaptureSource(command: [script.path], interval: 0.05, startTimeout: 0.2))

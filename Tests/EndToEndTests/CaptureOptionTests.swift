@@ -9,9 +9,7 @@ import Testing
         // A stand-in pw-dump that prints a recorded idle graph, lives a second and dies.
         let directory = try TemporaryDirectory()
         let fixtures = repositoryRoot.appendingPathComponent("Tests/CaptureDetectorsTests/Fixtures").path
-        try "#!/bin/sh\ncat '\(fixtures)/idle-playback.json'\nsleep 1\nexit 3\n".write(
-            toFile: directory.path("pw-dump"), atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path("pw-dump"))
+        try writeExecutable("#!/bin/sh\ncat '\(fixtures)/idle-playback.json'\nsleep 1\nexit 3\n", to: directory.path("pw-dump"))
         let out = directory.path("out.wav")
         let path = directory.url.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         let result = try guardPlay(
