@@ -1,22 +1,23 @@
-import MediaFormats
-
 /// The length of an H.264 slice header (H.264 §7.3.3), parsed against its SPS and PPS: what `cbcs` and
 /// `cenc` leave clear in a slice NAL unit, and what Apple's clients recompute for themselves, so it
 /// must be exact.
-struct H264SliceHeader: Equatable {
+public struct H264SliceHeader: Equatable {
     /// Bytes of the stored (escaped) NAL unit that hold the NAL header and the whole slice header,
     /// its last partial byte included.
-    var storedLength: Int
+    public var storedLength: Int
     /// The slice header's length in bits after the NAL header, counted in the unescaped payload.
     var bitLength: Int
 
     /// The parameter sets slices refer to, by ID.
-    struct ParameterSets {
-        var sequence: [UInt32: H264SequenceParameterSet] = [:]
-        var picture: [UInt32: H264PictureParameterSet] = [:]
+    public struct ParameterSets {
+        public var sequence: [UInt32: H264SequenceParameterSet] = [:]
+        public var picture: [UInt32: H264PictureParameterSet] = [:]
+
+        /// No parameter sets yet.
+        public init() {}
 
         /// Records the SPS or PPS `nal` (escaped, header first); other NAL units are ignored.
-        mutating func take(_ nal: [UInt8]) throws(FormatError) {
+        public mutating func take(_ nal: [UInt8]) throws(FormatError) {
             guard let header = nal.first else { return }
             switch NALUnitType.of(header) {
             case NALUnitType.sequenceParameterSet:
@@ -35,7 +36,7 @@ struct H264SliceHeader: Equatable {
     private static let firstTry = 96
 
     /// Parses the header of `nal` (escaped, NAL header first), a slice of type 1 or 5.
-    init(nal: UnsafeRawBufferPointer, parameterSets: ParameterSets) throws(FormatError) {
+    public init(nal: UnsafeRawBufferPointer, parameterSets: ParameterSets) throws(FormatError) {
         let structure = "H.264 slice header"
         guard nal.count >= 2 else { throw FormatError(structure, "a slice NAL unit of \(nal.count) bytes") }
         let type = NALUnitType.of(nal[0])

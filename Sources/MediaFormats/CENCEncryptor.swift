@@ -1,8 +1,7 @@
-import Crypto
-import MediaFormats
+public import Crypto
 
 /// The Common Encryption schemes the packager writes (ISO/IEC 23001-7).
-enum CENCScheme: String, Sendable, Equatable {
+public enum CENCScheme: String, Sendable, Equatable {
     /// AES-128-CBC with a pattern over each subsample and a constant IV: what HLS calls SAMPLE-AES in
     /// fMP4, and FairPlay, Widevine and PlayReady accept.
     case cbcs
@@ -11,18 +10,24 @@ enum CENCScheme: String, Sendable, Equatable {
     case cenc
 
     /// The bytes of IV each sample carries in `senc`: none with `cbcs`'s constant IV.
-    var perSampleIVSize: Int { self == .cbcs ? 0 : 8 }
+    public var perSampleIVSize: Int { self == .cbcs ? 0 : 8 }
 }
 
 /// One subsample of an encrypted sample: clear bytes, then protected bytes (`senc`'s
 /// BytesOfClearData and BytesOfProtectedData).
-struct Subsample: Equatable, Sendable {
-    var clear: Int
-    var protected: Int
+public struct Subsample: Equatable, Sendable {
+    public var clear: Int
+    public var protected: Int
+
+    /// A subsample of `clear` bytes, then `protected` bytes.
+    public init(clear: Int, protected: Int) {
+        self.clear = clear
+        self.protected = protected
+    }
 }
 
 /// The subsample map of a length-prefixed video sample.
-enum SubsampleMap {
+public enum SubsampleMap {
     /// The largest BytesOfClearData a subsample can carry (16 bits).
     static let maximumClearRun = 65_535
 
@@ -31,7 +36,7 @@ enum SubsampleMap {
     /// header for a slice). Consecutive clear bytes are merged, clear runs over 65,535 bytes are split,
     /// and under `cenc` each protected range is shortened to whole 16-byte blocks, its remainder moving
     /// to the clear bytes before it.
-    static func make(_ units: [(size: Int, clear: Int)], scheme: CENCScheme) -> [Subsample] {
+    public static func make(_ units: [(size: Int, clear: Int)], scheme: CENCScheme) -> [Subsample] {
         var map: [Subsample] = []
         var pendingClear = 0
         func emit(_ clear: Int, _ protected: Int) {
@@ -68,13 +73,13 @@ enum SubsampleMap {
 ///   (audio) has every whole block encrypted, its tail clear.
 /// - `cenc`: one AES-CTR key stream per sample from its 8-byte IV (the counter's low 8 bytes zero),
 ///   running over the protected ranges one after the other.
-final class CENCSampleCipher {
-    let scheme: CENCScheme
+public final class CENCSampleCipher {
+    public let scheme: CENCScheme
     private let cbc: AESCBC?
     private let ctr: AESCTR?
 
     /// A cipher for `scheme` with `key`; `encrypt` chooses the direction (the same for `cenc`).
-    init(scheme: CENCScheme, key: [UInt8], encrypt: Bool) throws(CryptoError) {
+    public init(scheme: CENCScheme, key: [UInt8], encrypt: Bool) throws(CryptoError) {
         self.scheme = scheme
         switch scheme {
         case .cbcs:
@@ -88,7 +93,7 @@ final class CENCSampleCipher {
 
     /// Processes `sample` with its `subsamples` (empty for a whole-sample audio frame), its `iv` (the
     /// constant 16-byte IV for `cbcs`, the sample's 8-byte IV for `cenc`) and the `cbcs` pattern.
-    func process(
+    public func process(
         _ sample: inout [UInt8], subsamples: [Subsample], iv: [UInt8], crypt: Int = 1, skip: Int = 9
     ) throws(CryptoError) {
         let ranges: [Range<Int>]

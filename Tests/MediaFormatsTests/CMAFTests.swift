@@ -1,9 +1,8 @@
 import Crypto
 import FormatTestSupport
-import MediaFormats
 import Testing
 
-@testable import Packager
+@testable import MediaFormats
 
 @Suite struct SubsampleMapTests {
     @Test func mergesClearRunsAndKeepsProtectedRangesUnaligned() {

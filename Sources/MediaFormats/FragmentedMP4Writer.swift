@@ -1,62 +1,94 @@
-import MediaFormats
-
 /// How a CMAF track is encrypted: the scheme and what `tenc` carries.
-struct TrackEncryption: Equatable, Sendable {
-    var scheme: CENCScheme
-    var keyID: [UInt8]
+public struct TrackEncryption: Equatable, Sendable {
+    public var scheme: CENCScheme
+    public var keyID: [UInt8]
     /// The 16-byte constant IV (`cbcs`), or nil with per-sample IVs (`cenc`).
-    var constantIV: [UInt8]?
+    public var constantIV: [UInt8]?
     /// The `cbcs` pattern: blocks encrypted, then blocks skipped (1:9 for video, 0:0 for audio).
-    var cryptBlocks: Int
-    var skipBlocks: Int
+    public var cryptBlocks: Int
+    public var skipBlocks: Int
+
+    /// The encryption of a track under `keyID`, with `scheme`'s IV and pattern.
+    public init(scheme: CENCScheme, keyID: [UInt8], constantIV: [UInt8]?, cryptBlocks: Int, skipBlocks: Int) {
+        self.scheme = scheme
+        self.keyID = keyID
+        self.constantIV = constantIV
+        self.cryptBlocks = cryptBlocks
+        self.skipBlocks = skipBlocks
+    }
 }
 
 /// One CMAF track as its init segment describes it.
-struct FragmentedTrack: Equatable, Sendable {
+public struct FragmentedTrack: Equatable, Sendable {
     /// What the sample entry describes.
-    enum Media: Equatable, Sendable {
+    public enum Media: Equatable, Sendable {
         /// H.264 with its avcC record.
         case h264(width: Int, height: Int, configuration: [UInt8])
         /// AAC with its AudioSpecificConfig.
         case aac(sampleRate: Int, channels: Int, configuration: [UInt8])
     }
 
-    var media: Media
+    public var media: Media
     /// Ticks per second of every time in the track's segments.
-    var timescale: UInt32
+    public var timescale: UInt32
     /// The ISO 639-2 language, `und` when unknown.
-    var language: String = "und"
+    public var language: String = "und"
     /// Encryption, or nil for clear samples.
-    var encryption: TrackEncryption?
+    public var encryption: TrackEncryption?
     /// The track's ID (one track per CMAF file, so always 1 here).
     var trackID: UInt32 = 1
 
-    var isVideo: Bool {
+    /// A track of `media` whose times count `timescale` ticks per second.
+    public init(
+        media: Media, timescale: UInt32, language: String = "und", encryption: TrackEncryption? = nil,
+        trackID: UInt32 = 1
+    ) {
+        self.media = media
+        self.timescale = timescale
+        self.language = language
+        self.encryption = encryption
+        self.trackID = trackID
+    }
+
+    public var isVideo: Bool {
         if case .h264 = media { return true }
         return false
     }
 }
 
 /// One sample of a fragment: its size, timing and encryption record.
-struct FragmentSample: Equatable, Sendable {
-    var size: Int
-    var duration: UInt32
+public struct FragmentSample: Equatable, Sendable {
+    public var size: Int
+    public var duration: UInt32
     /// Presentation minus decoding time, in the track's timescale (never negative here).
-    var compositionOffset: UInt32 = 0
-    var isSync: Bool
+    public var compositionOffset: UInt32 = 0
+    public var isSync: Bool
     /// The per-sample IV (`cenc`), empty with a constant IV.
-    var iv: [UInt8] = []
+    public var iv: [UInt8] = []
     /// The subsamples, empty for a whole-sample (audio) record.
-    var subsamples: [Subsample] = []
+    public var subsamples: [Subsample] = []
+
+    /// A sample of `size` bytes lasting `duration` ticks.
+    public init(
+        size: Int, duration: UInt32, compositionOffset: UInt32 = 0, isSync: Bool, iv: [UInt8] = [],
+        subsamples: [Subsample] = []
+    ) {
+        self.size = size
+        self.duration = duration
+        self.compositionOffset = compositionOffset
+        self.isSync = isSync
+        self.iv = iv
+        self.subsamples = subsamples
+    }
 }
 
 /// Writes CMAF (ISO/IEC 23000-19) init segments and media segments of one `moof` and one `mdat`, with
 /// the Common Encryption boxes (ISO/IEC 23001-7): `encv`/`enca` → `sinf` (`frma`, `schm`, `schi/tenc`)
 /// in the init segment, and `senc` + `saiz` + `saio` in every `traf`. Pure bytes: the caller appends
 /// the samples' bytes after the returned header.
-enum FragmentedMP4Writer {
+public enum FragmentedMP4Writer {
     /// The init segment of `track`: `ftyp` and `moov` (with `mvex`, no samples).
-    static func initSegment(_ track: FragmentedTrack) -> [UInt8] {
+    public static func initSegment(_ track: FragmentedTrack) -> [UInt8] {
         var box = BoxWriter()
         box.box("ftyp") { ftyp in
             ftyp.fourCC("iso6")
@@ -148,7 +180,7 @@ enum FragmentedMP4Writer {
     /// decoding time `baseDecodeTime`; the `mdat` body is the samples' bytes, in order, appended by the
     /// caller. `saio` points at the first sample's record in `senc`, `trun`'s data offset at the first
     /// sample, both from the start of the `moof`.
-    static func fragmentHeader(
+    public static func fragmentHeader(
         _ track: FragmentedTrack, sequenceNumber: UInt32, baseDecodeTime: UInt64, samples: [FragmentSample]
     ) -> [UInt8] {
         var box = BoxWriter(capacity: 64 + samples.count * 32)
@@ -217,7 +249,7 @@ enum FragmentedMP4Writer {
     }
 
     /// The avcC record (ISO/IEC 14496-15 §5.3.3.1) of parameter sets with 4-byte NAL lengths.
-    static func avcConfiguration(sps: [[UInt8]], pps: [[UInt8]], parsed: H264SequenceParameterSet) -> [UInt8] {
+    public static func avcConfiguration(sps: [[UInt8]], pps: [[UInt8]], parsed: H264SequenceParameterSet) -> [UInt8] {
         var bytes: [UInt8] = [1, sps[0][1], sps[0][2], sps[0][3], 0xFF, 0xE0 | UInt8(sps.count)]
         for set in sps {
             bytes.appendBigEndian(UInt16(set.count))

@@ -1,30 +1,35 @@
-import MediaFormats
-
 /// One ISO BMFF box found in a byte array: its type and where it and its body lie.
-struct Box: Equatable {
+public struct Box: Equatable {
     /// The four-character type.
-    var type: String
+    public var type: String
     /// The whole box, header included, in the bytes it was read from.
-    var range: Range<Int>
+    public var range: Range<Int>
     /// The body after the header (after version and flags for a full box only once read by a `BoxReader`).
-    var body: Range<Int>
+    public var body: Range<Int>
+
+    /// A box of `type` spanning `range`, with its body at `body`.
+    public init(type: String, range: Range<Int>, body: Range<Int>) {
+        self.type = type
+        self.range = range
+        self.body = body
+    }
 }
 
 /// Reads ISO BMFF boxes (ISO/IEC 14496-12 §4.2) and their big-endian fields from bytes. Every size is
 /// checked against what is there: a box that runs past its parent, a field past the body, a size
 /// below its header are `FormatError`s that name the box and the offset, never a trap.
-struct BoxReader {
+public struct BoxReader {
     /// The bytes being read.
-    let bytes: [UInt8]
+    public let bytes: [UInt8]
     /// Where the next field is read.
-    var position: Int
+    public var position: Int
     /// Where the current box body ends.
-    let limit: Int
+    public let limit: Int
     /// The structure named in errors, such as `video-1.m4s moof/traf/trun`.
-    let structure: String
+    public let structure: String
 
     /// A reader over `range` of `bytes`.
-    init(_ bytes: [UInt8], range: Range<Int>? = nil, structure: String) {
+    public init(_ bytes: [UInt8], range: Range<Int>? = nil, structure: String) {
         self.bytes = bytes
         let range = range ?? 0..<bytes.count
         position = range.lowerBound
@@ -33,15 +38,15 @@ struct BoxReader {
     }
 
     /// A reader over the body of `box`.
-    init(_ bytes: [UInt8], box: Box, structure: String) {
+    public init(_ bytes: [UInt8], box: Box, structure: String) {
         self.init(bytes, range: box.body, structure: structure + " " + box.type)
     }
 
     /// Bytes left before the limit.
-    var remaining: Int { limit - position }
+    public var remaining: Int { limit - position }
 
     /// The boxes from `position` to the limit, in order.
-    mutating func boxes() throws(FormatError) -> [Box] {
+    public mutating func boxes() throws(FormatError) -> [Box] {
         var found: [Box] = []
         while position < limit {
             guard remaining >= 8 else {
@@ -71,7 +76,7 @@ struct BoxReader {
     }
 
     /// The one box of `type` among `boxes`, or an error naming it as missing or repeated.
-    static func one(_ type: String, in boxes: [Box], structure: String) throws(FormatError) -> Box {
+    public static func one(_ type: String, in boxes: [Box], structure: String) throws(FormatError) -> Box {
         let matching = boxes.filter { $0.type == type }
         guard matching.count == 1 else {
             throw FormatError(
@@ -88,25 +93,25 @@ struct BoxReader {
         return position
     }
 
-    mutating func u8() throws(FormatError) -> UInt8 { bytes[try take(1)] }
-    mutating func u16() throws(FormatError) -> UInt16 { bytes.bigEndianUInt16(at: try take(2)) }
-    mutating func u32() throws(FormatError) -> UInt32 { bytes.bigEndianUInt32(at: try take(4)) }
-    mutating func u64() throws(FormatError) -> UInt64 {
+    public mutating func u8() throws(FormatError) -> UInt8 { bytes[try take(1)] }
+    public mutating func u16() throws(FormatError) -> UInt16 { bytes.bigEndianUInt16(at: try take(2)) }
+    public mutating func u32() throws(FormatError) -> UInt32 { bytes.bigEndianUInt32(at: try take(4)) }
+    public mutating func u64() throws(FormatError) -> UInt64 {
         let high = try u32()
         return UInt64(high) << 32 | UInt64(try u32())
     }
-    mutating func fourCC() throws(FormatError) -> String {
+    public mutating func fourCC() throws(FormatError) -> String {
         let start = try take(4)
         return String(decoding: bytes[start..<(start + 4)], as: UTF8.self)
     }
-    mutating func data(_ count: Int) throws(FormatError) -> [UInt8] {
+    public mutating func data(_ count: Int) throws(FormatError) -> [UInt8] {
         let start = try take(count)
         return Array(bytes[start..<(start + count)])
     }
-    mutating func skip(_ count: Int) throws(FormatError) { _ = try take(count) }
+    public mutating func skip(_ count: Int) throws(FormatError) { _ = try take(count) }
 
     /// Reads a full box's version and flags.
-    mutating func versionAndFlags() throws(FormatError) -> (version: UInt8, flags: UInt32) {
+    public mutating func versionAndFlags() throws(FormatError) -> (version: UInt8, flags: UInt32) {
         let word = try u32()
         return (UInt8(word >> 24), word & 0xFF_FFFF)
     }

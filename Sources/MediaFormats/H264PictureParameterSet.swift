@@ -1,8 +1,6 @@
-import MediaFormats
-
 /// The fields of an H.264 picture parameter set (H.264 §7.3.2.2) that a slice header's layout depends on.
-struct H264PictureParameterSet: Equatable {
-    var id: UInt32
+public struct H264PictureParameterSet: Equatable {
+    public var id: UInt32
     var sequenceParameterSetID: UInt32
     var entropyCodingModeCABAC: Bool
     var bottomFieldPictureOrderInFramePresent: Bool
@@ -18,7 +16,7 @@ struct H264PictureParameterSet: Equatable {
     var redundantPictureCountPresent: Bool
 
     /// Parses `nal`, an escaped PPS NAL unit starting with its header byte.
-    init(nal: [UInt8]) throws(FormatError) {
+    public init(nal: [UInt8]) throws(FormatError) {
         let structure = "H.264 PPS"
         guard let header = nal.first, NALUnitType.of(header) == NALUnitType.pictureParameterSet else {
             throw FormatError(structure, "not a picture parameter set")

@@ -1,22 +1,23 @@
-import MediaFormats
-
 /// Turns the packager's Annex-B H.264 access units into CMAF samples: 4-byte NAL lengths, no access
 /// unit delimiters, the first parameter sets moved to `avcC` (later ones that differ kept in band), and
 /// for each NAL unit the bytes that stay clear under CENC, from its own slice-header parse.
 ///
 /// The packager and the verifier run the same builder, so the verifier's expected samples come from
 /// exactly the conversion the packager applied; the verifier's slice-header check is separate.
-struct H264SampleBuilder {
+public struct H264SampleBuilder {
     /// The parameter sets seen so far, by ID, for slice-header parses.
-    private(set) var parameterSets = H264SliceHeader.ParameterSets()
+    public private(set) var parameterSets = H264SliceHeader.ParameterSets()
     /// The SPS and PPS of the first access unit: the init segment's `avcC`.
-    private(set) var sequenceParameterSets: [[UInt8]] = []
-    private(set) var pictureParameterSets: [[UInt8]] = []
+    public private(set) var sequenceParameterSets: [[UInt8]] = []
+    public private(set) var pictureParameterSets: [[UInt8]] = []
     private var configured = false
+
+    /// A builder that has seen no access unit yet.
+    public init() {}
 
     /// The sample of `unit` (Annex-B bytes and NAL ranges) and, per NAL unit kept, its stored size and
     /// clear bytes.
-    mutating func sample(bytes: [UInt8], nalUnits: [Range<Int>]) throws(FormatError) -> (
+    public mutating func sample(bytes: [UInt8], nalUnits: [Range<Int>]) throws(FormatError) -> (
         bytes: [UInt8], units: [(size: Int, clear: Int)]
     ) {
         var sample: [UInt8] = []
@@ -69,9 +70,9 @@ struct H264SampleBuilder {
 }
 
 /// Raw AAC frames from the packager's ADTS access units: each frame's header dropped.
-enum AACSampleBuilder {
+public enum AACSampleBuilder {
     /// The raw frames of the ADTS frames in `bytes`.
-    static func samples(_ bytes: [UInt8]) throws(FormatError) -> [[UInt8]] {
+    public static func samples(_ bytes: [UInt8]) throws(FormatError) -> [[UInt8]] {
         let frames = try bytes.withBytes { raw throws(FormatError) in try ADTSHeader.frames(in: raw) }
         return frames.map { Array(bytes[($0.frame.lowerBound + $0.header)..<$0.frame.upperBound]) }
     }

@@ -1,44 +1,79 @@
 import Foundation
-import MediaFormats
 
 /// A static DASH MPD (ISO/IEC 23009-1) for CMAF tracks: one adaptation set per track, each segment
 /// listed in a `SegmentTimeline` under a `SegmentTemplate`, and for CENC the `mp4protection`
 /// descriptor with `cenc:default_KID` and the DASH-IF Clear Key system.
-struct DASHManifest {
+public struct DASHManifest {
     /// One track's representation.
-    struct Representation {
-        var id: String
+    public struct Representation {
+        public var id: String
         /// `video` or `audio`.
-        var contentType: String
-        var codecs: String
-        var bandwidth: Int
-        var width: Int?
-        var height: Int?
-        var frameRate: Double?
-        var sampleRate: Int?
-        var channels: Int?
-        var language: String?
-        var timescale: UInt32
+        public var contentType: String
+        public var codecs: String
+        public var bandwidth: Int
+        public var width: Int?
+        public var height: Int?
+        public var frameRate: Double?
+        public var sampleRate: Int?
+        public var channels: Int?
+        public var language: String?
+        public var timescale: UInt32
         /// The presentation time (in `timescale`) that the period starts at.
-        var presentationTimeOffset: UInt64
-        var initialization: String
+        public var presentationTimeOffset: UInt64
+        public var initialization: String
         /// The media URL template, with `$Number%05d$` for the segment number (from 0).
-        var media: String
+        public var media: String
         /// Each segment's start and duration, in `timescale`.
-        var segments: [(start: UInt64, duration: UInt64)]
+        public var segments: [(start: UInt64, duration: UInt64)]
+
+        /// A representation of every field; the optional ones apply to video or to audio only.
+        public init(
+            id: String, contentType: String, codecs: String, bandwidth: Int, width: Int? = nil, height: Int? = nil,
+            frameRate: Double? = nil, sampleRate: Int? = nil, channels: Int? = nil, language: String? = nil,
+            timescale: UInt32, presentationTimeOffset: UInt64, initialization: String, media: String,
+            segments: [(start: UInt64, duration: UInt64)]
+        ) {
+            self.id = id
+            self.contentType = contentType
+            self.codecs = codecs
+            self.bandwidth = bandwidth
+            self.width = width
+            self.height = height
+            self.frameRate = frameRate
+            self.sampleRate = sampleRate
+            self.channels = channels
+            self.language = language
+            self.timescale = timescale
+            self.presentationTimeOffset = presentationTimeOffset
+            self.initialization = initialization
+            self.media = media
+            self.segments = segments
+        }
     }
 
     /// The Clear Key system's identifier (DASH-IF IOP §7.6.2.6).
     static let clearKeySystem = "urn:uuid:e2719d58-a985-b3c9-781a-b030af78d30e"
 
-    var representations: [Representation] = []
+    public var representations: [Representation] = []
     /// The presentation's duration in seconds.
-    var duration: Double
+    public var duration: Double
     /// `cbcs` or `cenc`, or nil for clear segments.
-    var scheme: String?
-    var keyID: [UInt8] = []
+    public var scheme: String?
+    public var keyID: [UInt8] = []
     /// The Clear Key license server, when there is one.
-    var licenseURL: String?
+    public var licenseURL: String?
+
+    /// A presentation of `duration` seconds, encrypted under `keyID` with `scheme` when it is given.
+    public init(
+        representations: [Representation] = [], duration: Double, scheme: String? = nil, keyID: [UInt8] = [],
+        licenseURL: String? = nil
+    ) {
+        self.representations = representations
+        self.duration = duration
+        self.scheme = scheme
+        self.keyID = keyID
+        self.licenseURL = licenseURL
+    }
 
     /// The key ID as the 8-4-4-4-12 UUID `cenc:default_KID` takes.
     static func uuid(_ bytes: [UInt8]) -> String {
@@ -51,7 +86,7 @@ struct DASHManifest {
     }
 
     /// `text` with the five XML special characters escaped, for attribute values and text.
-    static func escaped(_ text: String) -> String {
+    public static func escaped(_ text: String) -> String {
         var out = ""
         for character in text {
             switch character {
@@ -70,7 +105,7 @@ struct DASHManifest {
     static func isoDuration(_ seconds: Double) -> String { String(format: "PT%.3fS", max(seconds, 0)) }
 
     /// The MPD text.
-    func render() -> String {
+    public func render() -> String {
         let longest =
             representations.flatMap { rep in rep.segments.map { Double($0.duration) / Double(rep.timescale) } }
             .max() ?? 2
