@@ -15,7 +15,11 @@ import Testing
         let error = try #require(try fixture.gateway.jobs.job(job.id)?.error)
         #expect(error.contains("media/notes.mp4"), "\(error)")
         #expect(!error.contains(fixture.scratch.path) && !error.contains("/inputs/"), "\(error)")
-        // The operator's log still names the file on the server.
-        #expect(fixture.logSink.lines.withLock { $0.contains { $0.contains(job.id) && $0.contains("failed") } })
+        // The operator's log still names the file on the server. The worker logs after it records the
+        // failure, so the line may come a moment after the state.
+        #expect(
+            eventually {
+                fixture.logSink.lines.withLock { $0.contains { $0.contains(job.id) && $0.contains("failed") } }
+            })
     }
 }
