@@ -97,7 +97,15 @@ final class FragmentedOutput {
         }
         let file = try SegmentFile(path: directory + "/" + uri, aes128: cipher, writer: writer)
         file.buffer.append(header)
-        file.buffer.append(payload)
+        // In chunks of the writer's buffer size: appended whole, a segment's payload would grow the
+        // writer's recycled buffers to the largest segment and page-fault them in again each time.
+        var start = 0
+        while start < payload.count {
+            let end = min(payload.count, start + SegmentFile.flushThreshold)
+            payload.withUnsafeBytes { file.buffer.append(UnsafeRawBufferPointer(rebasing: $0[start..<end])) }
+            try file.flushIfNeeded()
+            start = end
+        }
         let bytes = try file.close()
         let ticks = samples.reduce(UInt64(0)) { $0 + UInt64($1.duration) }
         segments.append(Segment(uri: uri, decodeTime: first, ticks: ticks, bytes: bytes, iv: segmentIV))
