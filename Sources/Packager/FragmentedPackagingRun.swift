@@ -151,13 +151,15 @@ struct FragmentedPackagingRun {
         String(format: "%.3f", Double(pts - TimestampMapper.startOffset) / 90_000)
     }
 
-    private func encrypt(_ cipher: CENCSampleCipher, _ bytes: inout [UInt8], _ record: FragmentSample, what: String)
+    private func encrypt(
+        _ cipher: CENCSampleCipher, _ bytes: inout [UInt8], _ record: FragmentSample, what: @autoclosure () -> String
+    )
         throws(PackagingError)
     {
         do {
             try cipher.process(&bytes, subsamples: record.subsamples, iv: record.iv.isEmpty ? keys.iv : record.iv)
         } catch {
-            throw PackagingError(.outputFailed, "cannot encrypt the \(what): \(error)")
+            throw PackagingError(.outputFailed, "cannot encrypt the \(what()): \(error)")
         }
     }
 
