@@ -90,7 +90,9 @@ let package = Package(
             name: "PackagerTests",
             dependencies: ["Packager", "MediaFormats", "MediaCore", "Crypto", "FormatTestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Crypto", "PostgresTestSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport", "ProcessTestSupport"]),
+        .testTarget(
+            name: "HTTPServerTests",
+            dependencies: ["HTTPServer", "HTTPTestSupport", "ProcessTestSupport", "TestProcessSetup"]),
         .testTarget(
             name: "GatewayTests",
             dependencies: ["Gateway", "ControlAPI", "HTTPServer", "Store", "CaptureMonitor", "HTTPTestSupport"]),
@@ -106,7 +108,9 @@ let package = Package(
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "ProcessTestSupport"]),
         // Starting and ending child processes and their process groups, and a seeded generator, shared by the
         // test targets.
-        .target(name: "ProcessTestSupport", path: "Tests/ProcessTestSupport"),
+        .target(name: "ProcessTestSupport", dependencies: ["TestProcessSetup"], path: "Tests/ProcessTestSupport"),
+        // C, so that a constructor runs before any test: the test process catches SIGPIPE.
+        .target(name: "TestProcessSetup", path: "Tests/TestProcessSetup"),
         // A raw HTTP/1.1 client for tests that must send exactly the bytes they mean.
         .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
         // A throwaway PostgreSQL cluster (initdb, pg_ctl) per test process, a database per test.
