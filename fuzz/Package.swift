@@ -8,7 +8,7 @@ import PackageDescription
 let fuzzers: [(name: String, module: String)] = [
     ("json", "FuzzJSON"), ("request-bodies", "FuzzRequestBodies"), ("http", "FuzzHTTP"),
     ("recorder-rules", "FuzzRecorderRules"), ("transport-stream", "FuzzTransportStream"), ("h264", "FuzzH264"),
-    ("hevc", "FuzzHEVC"), ("audio", "FuzzAudio"), ("playlist", "FuzzPlaylist"),
+    ("hevc", "FuzzHEVC"), ("audio", "FuzzAudio"), ("playlist", "FuzzPlaylist"), ("cmaf", "FuzzCMAF"),
 ]
 
 let package = Package(

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_BIN=${FUZZ_BIN:-.build/fuzz/release}
-ALL=(json request-bodies http recorder-rules transport-stream h264 hevc audio playlist)
+ALL=(json request-bodies http recorder-rules transport-stream h264 hevc audio playlist cmaf)
 GUARD_PLAY=${GUARD_PLAY:-.build/debug/guard-play}
 TARGETS=("$@")
 [[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=("${ALL[@]}")
@@ -79,13 +79,19 @@ if [[ -x "$GUARD_PLAY" ]]; then
     "$GUARD_PLAY" package media/clip.mp4 --out "$media/packaged" >/dev/null
     for segment in "$media"/packaged/*.ts; do head -c $((188 * 128)) "$segment" | seed transport-stream; done
     for playlist in "$media"/packaged/*.m3u8; do seed playlist <"$playlist"; done
+    # CMAF: init segments whole, and the head of the first media segments, in both CENC schemes.
+    for scheme in sample-aes cenc; do
+        "$GUARD_PLAY" package media/clip.mp4 --out "$media/fmp4-$scheme" --container fmp4 --encryption "$scheme" >/dev/null
+        for init in "$media/fmp4-$scheme"/*init*.mp4; do seed cmaf <"$init"; done
+        for segment in "$media/fmp4-$scheme"/*_00000.m4s; do head -c 6000 "$segment" | seed cmaf; done
+    done
 else
     echo "fuzz-corpus: $GUARD_PLAY is not built; no packaged seeds (make build first)" >&2
 fi
 ff() { ffmpeg -v error -y "$@"; }
 ff -i media/clip.mp4 -t 1 -c copy -f mpegts "$media/clear.ts" && head -c $((188 * 96)) "$media/clear.ts" | seed transport-stream
 ff -i media/clip.mp4 -c:v copy -bsf:v h264_mp4toannexb -frames:v 3 -an -f h264 "$media/clip.h264" \
-    && head -c 6000 "$media/clip.h264" | seed h264
+    && head -c 6000 "$media/clip.h264" | seed h264 && head -c 6000 "$media/clip.h264" | seed cmaf
 ff -f lavfi -i testsrc=size=96x64:rate=10 -frames:v 3 -c:v libx265 -x265-params log-level=none -f hevc "$media/test.hevc" \
     && head -c 6000 "$media/test.hevc" | seed hevc
 ff -i media/clip.mp4 -vn -c:a copy -f adts "$media/clip.aac" && head -c 2000 "$media/clip.aac" | seed audio

@@ -24,6 +24,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case hevc
     /// The ADTS, AudioSpecificConfig, AC-3/E-AC-3 and ID3 (packed audio) readers.
     case audio
+    /// The ISO BMFF box reader over nested boxes; then the same bytes as an H.264 access unit through the
+    /// CMAF sample builder, the `senc` subsample map and a `cbcs` and `cenc` round trip (differential:
+    /// decryption must give back the sample, and the clear bytes must stay clear).
+    case cmaf
     /// The HLS media and master playlist parsers and the attribute-list parser, strict and lenient.
     case playlist
     /// Not a parser: traps on an input that starts with `CANARY`, so a test can show that a trapping
@@ -44,6 +48,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .h264: MediaFuzzing.h264(data)
         case .hevc: MediaFuzzing.hevc(data)
         case .audio: MediaFuzzing.audio(data)
+        case .cmaf: CMAFFuzzing.cmaf(data)
         case .playlist: MediaFuzzing.playlist(data)
         case .canary:
             if data.starts(with: "CANARY".utf8) { fatalError("canary input: the replay must report this trap") }
