@@ -10,13 +10,7 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(10))) struct GatewayRotationTests {
     func report(_ server: GatewayServer, session: String, token: String, capturing: Bool, seq: Int) throws
         -> RawResponse
-    {
-        try server.call(
-            "PUT", "/v1/sessions/\(session)/capture-state?token=\(token)",
-            body:
-                #"{"capturing":\#(capturing),"seq":\#(seq),"observedAt":"\#(ISO8601DateFormatter().string(from: Date()))"}"#
-        )
-    }
+    { try server.reportCapture(session: session, token: token, capturing: capturing, seq: seq) }
 
     /// The key IDs a rewritten media playlist names, in order, each URI checked to carry the token.
     func keyIDs(_ playlist: String, token: String) -> [String] {
