@@ -194,6 +194,36 @@ import Testing
         #expect(after.stdout.contains(name), "\(after.stdout)")
     }
 
+    /// Playlists whose key periods do not match the key list: the key lines of periods 1 and 2 swapped
+    /// (TS), or period 1's key line naming period 2's key while its init segment names period 1's (fMP4).
+    @Test(arguments: ["ts", "fmp4"])
+    func verifyReportsPeriodsThatDoNotMatchTheKeyList(_ container: String) throws {
+        let directory = try TemporaryDirectory()
+        let output = directory.path("out")
+        try #require(try package(fixture("clip.mp4"), output, ["--container", container] + Self.rotation).status == 0)
+        let list = try keyList(output + ".key")
+        try #require(list.count == 3)
+        let playlist = output + "/video.m3u8"
+        var text = try String(contentsOfFile: playlist, encoding: .utf8)
+        if container == "ts" {
+            text = text.replacingOccurrences(of: list[1].kid, with: "PERIOD-ONE")
+                .replacingOccurrences(of: list[2].kid, with: list[1].kid)
+                .replacingOccurrences(of: "PERIOD-ONE", with: list[2].kid)
+        } else {
+            text = text.replacingOccurrences(
+                of: "URI=\"../keys/\(list[1].kid)\"", with: "URI=\"../keys/\(list[2].kid)\"")
+        }
+        try text.write(toFile: playlist, atomically: false, encoding: .utf8)
+        let result = try guardPlay(["verify", output, "--key-file", output + ".key"])
+        // 31 for the rule broken; in TS also 30, since the swapped periods' slices decrypt to garbage.
+        #expect(result.status == 31 || (container == "ts" && result.status == 30), "\(result.stdout)")
+        let expected =
+            container == "ts"
+            ? "video.m3u8: its key periods use the key list's keys 0,2,1, not each in turn from the first"
+            : "video_00002.m4s: its key line names another key than its init segment video_init_p1.mp4's tenc key ID"
+        #expect(result.stdout.contains(expected), "\(result.stdout)")
+    }
+
     /// AES-128 rotates too: each segment's key line names its period's key.
     @Test(arguments: ["ts", "fmp4"])
     func aes128RotatesAndVerifies(_ container: String) throws {
