@@ -40,7 +40,8 @@ enum PackageCommand {
                                     each side at most 8192 or the square root of N)
           --force                   replace an existing DIR and key file once the new output is complete;
                                     only a previous output (it holds .guard-play-output) and a plain
-                                    16-byte key file, never a symbolic link or a file it did not write
+                                    16-byte key file or key list, never a symbolic link or a file it
+                                    did not write
           --json                    print the result as JSON instead of a summary
           --quiet                   print no notices or progress
 
