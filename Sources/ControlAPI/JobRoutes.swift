@@ -13,7 +13,7 @@ enum JobRoutes {
                 let body = try PackagingJobBody(object)
                 let (job, _) = try gateway.jobs.submit(
                     input: body.input, asset: body.asset, denyKeysWhileCapturing: body.denyKeysWhileCapturing,
-                    idempotencyKey: key)
+                    idempotencyKey: key, options: body.options)
                 return Representation.job(job).response(
                     status: 202, headers: HTTPHeaders([("Location", "/v1/packaging-jobs/\(job.id)")]))
             },

@@ -505,8 +505,8 @@ extension OpenAPIDocument {
             post:
               tags: [jobs]
               operationId: createPackagingJob
-              summary: Queues a job that packages an input (relative to the input root) as SAMPLE-AES HLS.
-              description: Needs the package scope. With an Idempotency-Key, repeating the request returns the same job; reusing the key for a different request is a 422.
+              summary: Queues a job that packages an input (relative to the input root) as encrypted HLS.
+              description: Needs the package scope. With an Idempotency-Key, repeating the request returns the same job; reusing the key for a different request is a 422. `container`, `encryption` and `keyPeriod` are those of `guard-play package`; an unknown value, `cenc` outside fmp4 or a key period without encryption is a 422. Every key of the asset (one per key period) is stored wrapped, and `/v1/keys/{kid}` serves each to the asset's sessions.
               parameters:
                 - name: Idempotency-Key
                   in: header
@@ -993,6 +993,19 @@ extension OpenAPIDocument {
                   pattern: "^[A-Za-z0-9_-]{1,64}$"
                 denyKeysWhileCapturing:
                   type: boolean
+                container:
+                  type: string
+                  enum: [ts, fmp4]
+                  description: "MPEG-TS segments (the default) or CMAF fMP4 (init segments and moof/mdat segments)."
+                encryption:
+                  type: string
+                  enum: [sample-aes, cenc, aes-128, none]
+                  description: "sample-aes (the default; CENC cbcs in fmp4), cenc (fmp4 only), aes-128 or none."
+                keyPeriod:
+                  type: integer
+                  minimum: 1
+                  maximum: 100000
+                  description: "A new key every this many segments (needs encryption); absent for one key."
             Job:
               type: object
               required: [id, state, input, asset, denyKeysWhileCapturing, progress, attempts, createdAt, updatedAt]
@@ -1019,6 +1032,15 @@ extension OpenAPIDocument {
                   type: string
                 error:
                   type: string
+                container:
+                  type: string
+                  enum: [ts, fmp4]
+                encryption:
+                  type: string
+                  enum: [sample-aes, cenc, aes-128, none]
+                keyPeriod:
+                  type: integer
+                  minimum: 1
                 createdAt:
                   $ref: "#/components/schemas/Timestamp"
                 updatedAt:

@@ -39,6 +39,9 @@ enum Representation {
             "asset": .string(job.assetID), "denyKeysWhileCapturing": .bool(job.denyKeysWhileCapturing),
             "progress": .number((job.progress * 1000).rounded() / 1000), "attempts": .number(Double(job.attempts)),
             "kid": job.kid.map { .string($0) }, "error": job.error.map { .string($0) },
+            "container": .string(PackagingJobOptions(stored: job.options).container),
+            "encryption": .string(PackagingJobOptions(stored: job.options).encryption),
+            "keyPeriod": PackagingJobOptions(stored: job.options).keyPeriod.map { .number(Double($0)) },
             "createdAt": date(job.createdAt),
             "updatedAt": date(job.updatedAt),
         ])

@@ -54,10 +54,15 @@ package struct SessionCommandBody: Equatable {
 
 /// `POST /v1/packaging-jobs`.
 package struct PackagingJobBody: Equatable {
-    package static let fields: Set<String> = ["input", "asset", "denyKeysWhileCapturing"]
+    package static let fields: Set<String> = [
+        "input", "asset", "denyKeysWhileCapturing", "container", "encryption", "keyPeriod",
+    ]
     package let input: String
     package let asset: String
     package let denyKeysWhileCapturing: Bool
+    /// The container, encryption and key period, as `guard-play package` takes them (checked by the
+    /// gateway when the job is submitted).
+    package let options: PackagingJobOptions
 
     /// Reads the body.
     package init(_ body: JSONObject) throws {
@@ -65,6 +70,10 @@ package struct PackagingJobBody: Equatable {
         input = try body.requiredString("input")
         asset = try body.requiredID("asset")
         denyKeysWhileCapturing = try body.bool("denyKeysWhileCapturing") ?? false
+        options = PackagingJobOptions(
+            container: try body.string("container", maxLength: 16) ?? "ts",
+            encryption: try body.string("encryption", maxLength: 16) ?? "sample-aes",
+            keyPeriod: try body.integer("keyPeriod", in: 1...Int64(PackagingJobOptions.keyPeriodLimit)).map { Int($0) })
     }
 }
 

@@ -1,9 +1,9 @@
 import Crypto
 import Packager
 
-/// The SAMPLE-AES packager (`PackagingJob`) run in process by packaging jobs: MPEG-TS segments, the
-/// job's own key and key ID, no key file (the key lives wrapped in the store), and key URIs that name
-/// the gateway's key endpoint. The packager builds the output beside its target and renames it into
+/// The packager (`PackagingJob`) run in process by packaging jobs: the job's container, encryption and
+/// key period, the job's own key and key ID for the first key period, no key file (the keys live wrapped
+/// in the store), and key URIs that name the gateway's key endpoint. The packager builds the output beside its target and renames it into
 /// place, and removes what it wrote when it fails or is cancelled.
 public struct PackagerEngine: PackagingEngine {
     /// The packager with its defaults (6-second segments).
@@ -12,7 +12,7 @@ public struct PackagerEngine: PackagingEngine {
     public func package(
         _ work: PackagingWork, progress: @escaping @Sendable (Double) -> Void,
         isCancelled: @escaping @Sendable () -> Bool
-    ) throws(PackagingFailure) {
+    ) throws(PackagingFailure) -> [PackagedKey] {
         guard let keyID = [UInt8](hex: work.kid), keyID.count == 16 else {
             throw PackagingFailure("the key ID \(work.kid) is not 32 hex digits")
         }
@@ -20,17 +20,25 @@ public struct PackagerEngine: PackagingEngine {
         options.key = work.key
         options.keyID = keyID
         options.keyFile = nil
-        options.keyURITemplate = work.keyURI
-        options.encryption = .sampleAES
+        options.keyURITemplate = work.options.keyPeriod == nil ? work.keyURI : work.keyURITemplate
+        guard let encryption = EncryptionMode(rawValue: work.options.encryption),
+            let container = ContainerFormat(rawValue: work.options.container)
+        else {
+            throw PackagingFailure("the job asks for \(work.options.stored), which this packager does not know")
+        }
+        options.encryption = encryption
+        options.container = container
+        options.keyPeriod = work.options.keyPeriod
         let cancellation = PackagingCancellation()
         if isCancelled() { throw PackagingFailure("packaging was cancelled", cancelled: true) }
         do {
             // Progress comes every half percent of the input, so cancellation is noticed as quickly.
-            _ = try PackagingJob(options: options).run(
+            let result = try PackagingJob(options: options).run(
                 progress: { report in
                     progress(report.fraction)
                     if isCancelled() { cancellation.cancel() }
                 }, cancellation: cancellation)
+            return result.periodKeys.map { PackagedKey(kid: $0.keyID.hexString, key: $0.key) }
         } catch {
             throw PackagingFailure(error.message, cancelled: error.kind == .cancelled)
         }

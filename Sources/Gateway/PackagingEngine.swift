@@ -11,14 +11,37 @@ public struct PackagingWork: Sendable, Equatable {
     public let kid: String
     /// The URI the playlists should give for the key; the gateway rewrites it per session.
     public let keyURI: String
+    /// The key URI with `{kid}` for the key ID, which every key period's key line fills in.
+    public let keyURITemplate: String
+    /// The container, encryption and key period asked for.
+    public let options: PackagingJobOptions
 
-    /// Work for one packaging run.
-    public init(input: String, outputDirectory: String, key: [UInt8], kid: String, keyURI: String) {
+    /// Work for one packaging run; the template defaults to `keyURI` with `{kid}` for `kid`.
+    public init(
+        input: String, outputDirectory: String, key: [UInt8], kid: String, keyURI: String,
+        keyURITemplate: String? = nil, options: PackagingJobOptions = PackagingJobOptions()
+    ) {
         self.input = input
         self.outputDirectory = outputDirectory
         self.key = key
         self.kid = kid
         self.keyURI = keyURI
+        self.keyURITemplate = keyURITemplate ?? keyURI.replacingOccurrences(of: kid, with: "{kid}")
+        self.options = options
+    }
+}
+
+/// A content key a packaging run used: the job's own first key, and under rotation one per key period.
+public struct PackagedKey: Sendable, Equatable {
+    /// The key ID (32 hex digits).
+    public let kid: String
+    /// The 16-byte content key.
+    public let key: [UInt8]
+
+    /// The key `key` with ID `kid`.
+    public init(kid: String, key: [UInt8]) {
+        self.kid = kid
+        self.key = key
     }
 }
 
@@ -40,10 +63,11 @@ public struct PackagingFailure: Error, Sendable, Equatable, CustomStringConverti
 
 /// The packager as packaging jobs use it, in-process. Runs on a job worker thread the gateway owns.
 public protocol PackagingEngine: Sendable {
-    /// Packages `work.input` as SAMPLE-AES HLS into `work.outputDirectory`, reporting progress from 0
-    /// to 1 and stopping soon after `isCancelled` turns true.
+    /// Packages `work.input` as encrypted HLS into `work.outputDirectory`, reporting progress from 0
+    /// to 1 and stopping soon after `isCancelled` turns true; returns every key the output names (the
+    /// work's own and, under a key period, each later period's), for the gateway to store.
     func package(
         _ work: PackagingWork, progress: @escaping @Sendable (Double) -> Void,
         isCancelled: @escaping @Sendable () -> Bool
-    ) throws(PackagingFailure)
+    ) throws(PackagingFailure) -> [PackagedKey]
 }

@@ -58,7 +58,8 @@ public final class PackagingJobs: Sendable {
     /// Queues a job to package `input` (a path relative to the input root) as `asset`. With an
     /// idempotency key already used for the same request, returns that job with `created` false.
     public func submit(
-        input: String, asset: String, denyKeysWhileCapturing: Bool, idempotencyKey: String?
+        input: String, asset: String, denyKeysWhileCapturing: Bool, idempotencyKey: String?,
+        options: PackagingJobOptions = PackagingJobOptions()
     ) throws(GatewayError) -> (job: JobRecord, created: Bool) {
         guard engine != nil else {
             throw GatewayError(
@@ -68,12 +69,17 @@ public final class PackagingJobs: Sendable {
             throw GatewayError(.invalid, code: "invalid-asset-id", detail: "asset must match [A-Za-z0-9_-]{1,64}.")
         }
         _ = try resolveInput(input)
-        let fingerprint = Digest.sha256(Array("\(input)\n\(asset)\n\(denyKeysWhileCapturing)".utf8)).hexString
+        let options = try options.validated()
+        // The defaults add nothing, so a retry of a job stored before options existed still matches.
+        let asked = options == PackagingJobOptions() ? "" : "\n" + options.stored
+        let fingerprint = Digest.sha256(Array("\(input)\n\(asset)\n\(denyKeysWhileCapturing)\(asked)".utf8))
+            .hexString
         let now = clock.now()
         let job = JobRecord(
             id: Identifier.random(prefix: "job_"), idempotencyKey: idempotencyKey, fingerprint: fingerprint,
             input: input, assetID: asset, denyKeysWhileCapturing: denyKeysWhileCapturing,
-            kid: Identifier.randomHex(16), createdAt: now, updatedAt: now)
+            kid: Identifier.randomHex(16), createdAt: now, updatedAt: now,
+            options: options == PackagingJobOptions() ? nil : options.stored)
         switch try stored(log, { () throws(StoreError) in try store.insertJob(job) }) {
         case .created(let created):
             wake.signal()
@@ -219,8 +225,11 @@ public final class PackagingJobs: Sendable {
             try? FileManager.default.removeItem(atPath: attemptDirectory)
             let work = PackagingWork(
                 input: input, outputDirectory: attemptDirectory, key: key, kid: kid,
-                keyURI: "\(configuration.keyPathPrefix)\(kid)")
-            try engine?.package(work, progress: progressReporter(id), isCancelled: cancellationCheck(id))
+                keyURI: "\(configuration.keyPathPrefix)\(kid)", keyURITemplate: "\(configuration.keyPathPrefix){kid}",
+                options: PackagingJobOptions(stored: job.options))
+            let used = try engine?.package(work, progress: progressReporter(id), isCancelled: cancellationCheck(id))
+            // Every key period's key is stored, wrapped, before the asset points at the output.
+            try storeKeys((used ?? []).filter { $0.kid != kid }, asset: job.assetID)
             try publish(job, directory: attemptDirectory)
             _ = try store.finishJob(id, state: .succeeded, output: attemptDirectory, at: clock.now())
             log("jobs: \(id) packaged \(job.input) as \(job.assetID)")
@@ -261,6 +270,15 @@ public final class PackagingJobs: Sendable {
         try store.saveKey(record)
         catalog.addKey(record)
         return record.key
+    }
+
+    /// Stores the later key periods' keys a run drew, wrapped, for the asset.
+    private func storeKeys(_ keys: [PackagedKey], asset: String) throws {
+        for key in keys {
+            let record = ContentKeyRecord(kid: key.kid, assetID: asset, key: key.key)
+            try store.saveKey(record)
+            catalog.addKey(record)
+        }
     }
 
     /// Points the asset at the new directory, then removes the directory it replaces.

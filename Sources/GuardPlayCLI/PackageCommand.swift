@@ -28,6 +28,9 @@ enum PackageCommand {
           --key-uri TEMPLATE        key URI in the playlists; {kid} becomes the key ID (default: the key
                                     file relative to the playlists, or skd://{kid} for FairPlay)
           --key-format FORMAT       identity (default) or fairplay (skd:// URIs, Apple KEYFORMAT)
+          --key-period N            a new key, key ID and IV every N segments (1-100000); --key-uri
+                                    must hold {kid}, and the key file is a key list, one 'KID KEY'
+                                    hex line per period
           --segment-duration SECS   target segment duration, 1-60 (default 6); video is cut at the first
                                     IDR at or after it
           --audio-format FORMAT     ts (default) or packed: ID3-tagged ADTS/AC-3 audio, each audio
@@ -37,7 +40,8 @@ enum PackageCommand {
                                     each side at most 8192 or the square root of N)
           --force                   replace an existing DIR and key file once the new output is complete;
                                     only a previous output (it holds .guard-play-output) and a plain
-                                    16-byte key file, never a symbolic link or a file it did not write
+                                    16-byte key file or key list, never a symbolic link or a file it
+                                    did not write
           --json                    print the result as JSON instead of a summary
           --quiet                   print no notices or progress
 
@@ -52,7 +56,7 @@ enum PackageCommand {
         .init("key-id"), .init("key-file"),
         .init("key-uri"), .init("key-format"), .init("segment-duration"), .init("audio-format"),
         .init("still-duration"), .init("force", .flag), .init("json", .flag), .init("quiet", .flag),
-        .init("max-pixels"),
+        .init("max-pixels"), .init("key-period"),
     ]
 
     static func run(_ arguments: [String]) throws(CLIError) -> ExitCode {
@@ -116,6 +120,11 @@ enum PackageCommand {
             try parsed.parsed("audio-format", as: "ts or packed", AudioSegmentFormat.init) ?? .transportStream
         options.segmentDuration = try parsed.parsed("segment-duration", as: "seconds from 1 to 60", seconds) ?? 6
         options.stillDuration = try parsed.parsed("still-duration", as: "seconds from 1 to 3600", seconds) ?? 10
+        options.keyPeriod = try parsed.parsed("key-period", as: "a whole number of segments from 1 to 100000") {
+            text in
+            text.allSatisfy(\.isASCII) && text.allSatisfy(\.isNumber)
+                ? Int(text).flatMap { (1...100_000).contains($0) ? $0 : nil } : nil
+        }
         options.force = parsed.has("force")
         options.maxPixels = try maxPixels(parsed)
         if options.encryption == .none { options.keyFile = nil }
@@ -176,6 +185,9 @@ enum PackageCommand {
             lines.append("  key ID     \(result.keyID.hexString)")
             if let uri = result.keyURI { lines.append("  key URI    \(uri)") }
             if let iv = result.iv { lines.append("  IV         0x\(iv.hexString.uppercased())") }
+            if let period = result.keyPeriod {
+                lines.append("  key period \(counted(period, "segment")), \(counted(result.periodKeys.count, "key"))")
+            }
         }
         for stream in result.streams {
             let origin = stream.transcodedFrom.map { " (transcoded from \($0))" } ?? ""
@@ -206,6 +218,10 @@ enum PackageCommand {
         if let keyFile = result.keyFile { object["keyFile"] = keyFile }
         if let uri = result.keyURI { object["keyUri"] = uri }
         if let iv = result.iv { object["iv"] = iv.hexString }
+        if let period = result.keyPeriod {
+            object["keyPeriod"] = period
+            object["keyIds"] = result.periodKeys.map(\.keyID.hexString)
+        }
         let data =
             (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
         return String(decoding: data, as: UTF8.self)

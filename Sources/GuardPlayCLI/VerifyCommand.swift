@@ -16,7 +16,8 @@ enum VerifyCommand {
 
           --source FILE     the media file the output was packaged from
           --key-file FILE   the key: 16 raw bytes or 32 hex digits (default: the key URI when it names a
-                            local file)
+                            local file), or the key list of a --key-period output ('KID KEY' lines):
+                            each key period then decrypts with its own key, and the periods are checked
           --key HEX         the key as 32 hex digits
           --max-pixels N    refuse a source with larger pictures (default 8192x8192), exit 16
           --json            print the report as JSON
@@ -39,21 +40,27 @@ enum VerifyCommand {
         var key: [UInt8]? = try parsed.parsed("key", as: "32 hex digits") { text in
             [UInt8](hex: text).flatMap { $0.count == 16 ? $0 : nil }
         }
+        var keyList: [PeriodKeyPair] = []
         if let path = parsed.value("key-file") {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw CLIError(.inputMissing, "cannot read key file \(path)")
             }
-            guard let parsedKey = KeyFileFormat.parse([UInt8](data)) else {
-                throw CLIError(.badValue, "key file \(path) holds neither 16 raw bytes nor 32 hex digits")
+            if let list = KeyListFormat.parse([UInt8](data)) {
+                keyList = list.map { PeriodKeyPair(keyID: $0.keyID, key: $0.key) }
+            } else if let parsedKey = KeyFileFormat.parse([UInt8](data)) {
+                key = parsedKey
+            } else {
+                throw CLIError(
+                    .badValue, "key file \(path) holds neither 16 raw bytes, 32 hex digits nor a 'KID KEY' key list")
             }
-            key = parsedKey
         }
         let maxPixels = try PackageCommand.maxPixels(parsed)
         let report: VerificationReport
         do {
-            report = try Verifier(
-                directory: parsed.positionals[0], key: key, source: parsed.value("source"), maxPixels: maxPixels
-            ).run()
+            var verifier = Verifier(
+                directory: parsed.positionals[0], key: key, source: parsed.value("source"), maxPixels: maxPixels)
+            verifier.keyList = keyList
+            report = try verifier.run()
         } catch {
             throw CLIError(exitCode(for: error), error.message)
         }

@@ -70,13 +70,20 @@ public struct MediaPlaylist: Sendable {
         public var byteRange: (length: Int, offset: Int)?
         /// The key line to write before this entry, when it changes.
         public var key: KeyLine?
+        /// A new EXT-X-MAP to write before this entry's key line, where a key period starts in fMP4
+        /// (the playlist's first is `MediaPlaylist.map`).
+        public var map: String?
 
         /// Creates the value from its parts.
-        public init(duration: Double, uri: String, byteRange: (length: Int, offset: Int)? = nil, key: KeyLine? = nil) {
+        public init(
+            duration: Double, uri: String, byteRange: (length: Int, offset: Int)? = nil, key: KeyLine? = nil,
+            map: String? = nil
+        ) {
             self.duration = duration
             self.uri = uri
             self.byteRange = byteRange
             self.key = key
+            self.map = map
         }
     }
 
@@ -120,6 +127,7 @@ public struct MediaPlaylist: Sendable {
         if iFramesOnly { lines.append("#EXT-X-I-FRAMES-ONLY") }
         if let map { lines.append("#EXT-X-MAP:URI=\"\(map)\"") }
         for entry in entries {
+            if let map = entry.map { lines.append("#EXT-X-MAP:URI=\"\(map)\"") }
             if let key = entry.key { lines.append(key.text) }
             lines.append("#EXTINF:\(formatDuration(entry.duration)),")
             if let range = entry.byteRange { lines.append("#EXT-X-BYTERANGE:\(range.length)@\(range.offset)") }

@@ -25,9 +25,11 @@ final class FragmentedOutput {
     let timescale: UInt32
     /// The track, once its first sample told what it is.
     var track: FragmentedTrack?
-    private let directory: String
-    private let writer: BackgroundWriter
+    let directory: String
+    let writer: BackgroundWriter
     private let aes128: (key: [UInt8], iv: [UInt8])?
+    /// The job's key periods when keys rotate: under AES-128 each segment then takes its period's key.
+    var ring: KeyRing?
     private var samples: [FragmentSample] = []
     private var decodeTimes: [Int64] = []
     private var lastDuration: Int64 = 1
@@ -91,7 +93,11 @@ final class FragmentedOutput {
             track, sequenceNumber: UInt32(segments.count + 1), baseDecodeTime: first, samples: samples)
         var segmentIV: [UInt8]? = nil
         var cipher: (key: [UInt8], iv: [UInt8])? = nil
-        if let aes128 {
+        if var aes128 {
+            if let ring, ring.period != nil {
+                let periodKey = try ring.key(forSegment: segments.count)
+                aes128 = (periodKey.key, periodKey.iv)
+            }
             segmentIV = SegmentedOutput.add(aes128.iv, UInt64(segments.count))
             cipher = (aes128.key, segmentIV!)
         }

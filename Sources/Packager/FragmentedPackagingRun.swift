@@ -47,18 +47,12 @@ struct FragmentedPackagingRun {
             let output = FragmentedOutput(
                 name: playlist.name, slot: slot, timescale: timescale, directory: directory.temporary,
                 writer: writer, aes128: aes128)
+            output.ring = keys.ring
             outputs.append(output)
             outputOfSlot[slot] = output
         }
 
-        let cipher: CENCSampleCipher?
-        do {
-            cipher = try scheme.map { scheme throws(CryptoError) in
-                try CENCSampleCipher(scheme: scheme, key: keys.key, encrypt: true)
-            }
-        } catch {
-            throw PackagingError(.invalidOptions, "cannot set up \(options.encryption.rawValue) encryption: \(error)")
-        }
+        let ciphers = scheme.map { PeriodCiphers(scheme: $0, ring: keys.ring) }
         var ivCounter = keys.iv.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         func nextIV() -> [UInt8] {
             defer { ivCounter &+= 1 }
@@ -93,10 +87,12 @@ struct FragmentedPackagingRun {
                 var record = FragmentSample(
                     size: bytes.count, duration: 0, compositionOffset: UInt32(clamping: unit.pts - unit.dts),
                     isSync: unit.isRandomAccess)
-                if let cipher {
+                if let (cipher, constantIV) = try ciphers?.cipher(forSegment: output.segments.count) {
                     record.subsamples = SubsampleMap.make(built.units, scheme: cipher.scheme)
                     record.iv = cipher.scheme == .cenc ? nextIV() : []
-                    try encrypt(cipher, &bytes, record, what: "video frame at \(Self.seconds(unit.pts)) s")
+                    try encrypt(
+                        cipher, &bytes, record, constantIV: constantIV,
+                        what: "video frame at \(Self.seconds(unit.pts)) s")
                 }
                 output.append(
                     bytes, record: record, decodeTime: unit.dts, duration: unit.duration, presentation: unit.pts)
@@ -114,9 +110,11 @@ struct FragmentedPackagingRun {
                 for (index, frame) in frames.enumerated() {
                     var bytes = frame
                     var record = FragmentSample(size: bytes.count, duration: 0, isSync: true)
-                    if let cipher {
+                    if let (cipher, constantIV) = try ciphers?.cipher(forSegment: output.segments.count) {
                         record.iv = cipher.scheme == .cenc ? nextIV() : []
-                        try encrypt(cipher, &bytes, record, what: "audio frame at \(Self.seconds(unit.pts)) s")
+                        try encrypt(
+                            cipher, &bytes, record, constantIV: constantIV,
+                            what: "audio frame at \(Self.seconds(unit.pts)) s")
                     }
                     let share = unit.duration / Int64(frames.count)
                     let time = unit.pts + share * Int64(index)
@@ -143,6 +141,7 @@ struct FragmentedPackagingRun {
                     .inputCorrupt, "\(options.input): the \(output.name) stream has no decodable frame to package")
             }
             try output.writeInitSegment()
+            try writePeriodInitSegments(output)
         }
         return try publish(outputs: outputs, details: details)
     }
@@ -152,12 +151,11 @@ struct FragmentedPackagingRun {
     }
 
     private func encrypt(
-        _ cipher: CENCSampleCipher, _ bytes: inout [UInt8], _ record: FragmentSample, what: @autoclosure () -> String
-    )
-        throws(PackagingError)
-    {
+        _ cipher: CENCSampleCipher, _ bytes: inout [UInt8], _ record: FragmentSample, constantIV: [UInt8],
+        what: @autoclosure () -> String
+    ) throws(PackagingError) {
         do {
-            try cipher.process(&bytes, subsamples: record.subsamples, iv: record.iv.isEmpty ? keys.iv : record.iv)
+            try cipher.process(&bytes, subsamples: record.subsamples, iv: record.iv.isEmpty ? constantIV : record.iv)
         } catch {
             throw PackagingError(.outputFailed, "cannot encrypt the \(what()): \(error)")
         }
@@ -206,7 +204,7 @@ struct FragmentedPackagingRun {
             encryption: protection(video: false))
     }
 
-    private func keyLine(iv: [UInt8]?) -> KeyLine? {
+    func keyLine(iv: [UInt8]?) -> KeyLine? {
         let method =
             switch options.encryption {
             case .sampleAES: "SAMPLE-AES"
@@ -227,14 +225,14 @@ struct FragmentedPackagingRun {
             for (index, segment) in output.segments.enumerated() {
                 let key: KeyLine? =
                     switch options.encryption {
-                    case .sampleAES, .cenc: index == 0 ? keyLine(iv: nil) : nil
-                    case .aes128: keyLine(iv: segment.iv)
+                    case .sampleAES, .cenc: try periodKeyLine(segment: index)
+                    case .aes128: try keyLine(iv: segment.iv, segment: index)
                     case .none: nil
                     }
                 playlist.entries.append(
                     .init(
                         duration: Double(segment.ticks) / Double(output.timescale), uri: segment.uri, byteRange: nil,
-                        key: key))
+                        key: key, map: periodMap(output, segment: index)))
             }
             playlists.append((output.name + ".m3u8", playlist))
         }
@@ -263,8 +261,9 @@ struct FragmentedPackagingRun {
                 uri: (hasVideo || renditions.isEmpty ? main : renditions[0]).name + ".m3u8"))
         try write(master.render(), to: "master.m3u8")
         let duration = outputs.map { Double($0.segments.reduce(0) { $0 + $1.ticks }) / Double($0.timescale) }.max() ?? 0
-        if options.encryption != .aes128 {
-            // DASH has no whole-segment encryption to signal, so AES-128 output gets no MPD.
+        if options.encryption != .aes128 && options.keyPeriod == nil {
+            // DASH has no whole-segment encryption to signal, so AES-128 output gets no MPD; nor does
+            // rotated output (see `periodMap`).
             var manifest = DASHManifest(
                 duration: duration, scheme: scheme?.rawValue, keyID: keys.keyID, licenseURL: options.licenseURL)
             for output in outputs {

@@ -15,6 +15,11 @@ struct FragmentedVerification {
     let maxPixels: Int
     var report = VerificationReport(method: "NONE", playlists: [], segments: 0, streams: [])
     let budget = ReadBudget(bytes: VerificationRun.readLimit)
+    /// The key list of a `--key-period` output, when one was given: each key period's init segment
+    /// (`tenc`) and key line name the key its segments decrypt with.
+    var periods: KeyPeriodCheck?
+    /// Each playlist's EXT-X-MAP lines (line number, URI), one per key period in rotated output.
+    var segmentMaps: [String: [(line: Int, uri: String)]] = [:]
 
     /// True when the first media playlist `master.m3u8` names has an EXT-X-MAP: CMAF output.
     static func isFragmented(_ directory: String) -> Bool {
@@ -73,13 +78,17 @@ struct FragmentedVerification {
             do {
                 let playlist = try ParsedMediaPlaylist(text, name: name)
                 let maps = text.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-MAP:") }
-                guard maps.count == 1,
+                guard maps.count == 1 || (periods != nil && !maps.isEmpty),
                     let attributes = try? AttributeList(strict: String(maps[0].dropFirst(11)), structure: name),
                     let uri = attributes["URI"]
                 else {
-                    problem("\(name): needs exactly one EXT-X-MAP with a URI, has \(maps.count)")
+                    problem(
+                        maps.count > 1
+                            ? "\(name): \(maps.count) EXT-X-MAPs, one per key period: give the key list (--key-file)"
+                            : "\(name): needs exactly one EXT-X-MAP with a URI, has \(maps.count)")
                     continue
                 }
+                segmentMaps[name] = Self.mapLines(text)
                 for tag in playlist.unknownTags where !tag.hasSuffix("#EXT-X-MAP") {
                     problem("unexpected tag at \(tag)")
                 }
@@ -118,7 +127,10 @@ struct FragmentedVerification {
             problem("EXT-X-KEY METHOD '\(method)' is not one GuardPlay writes in fMP4")
             return report
         }
-        if method != "NONE" {
+        if let periods, method != "NONE" {
+            report.problems += periods.problems(
+                playlists.map { ($0.name, $0.playlist.segments) }, notes: &report.notes)
+        } else if method != "NONE" {
             try resolveKey(playlists.flatMap { $0.playlist.keyLines.map(\.dictionary) }, method: method)
         }
 
@@ -141,7 +153,8 @@ struct FragmentedVerification {
             let slot = layout?.playlists.first { $0.name + ".m3u8" == entry.name }?.slots.first
             try verifyTrack(entry.name, entry.playlist, map: entry.map, method: method, slot: slot)
         }
-        if method != "AES-128" && !FileManager.default.fileExists(atPath: directory + "/manifest.mpd") {
+        if method != "AES-128" && periods == nil && !FileManager.default.fileExists(atPath: directory + "/manifest.mpd")
+        {
             problem("no manifest.mpd beside master.m3u8")
         }
         return report
@@ -165,13 +178,15 @@ struct FragmentedVerification {
     // MARK: One track
 
     /// What an init segment declares.
-    private struct TrackInfo {
+    struct TrackInfo {
         var isVideo: Bool
         var timescale: UInt32
         var codec: String
         var scheme: CENCScheme?
         var perSampleIVSize = 0
         var constantIV: [UInt8] = []
+        /// The `tenc` default key ID.
+        var keyID: [UInt8] = []
         var crypt = 0
         var skip = 0
         var parameterSets: [[UInt8]] = []
@@ -243,7 +258,7 @@ struct FragmentedVerification {
         let pattern = try tenc.u8()
         let isProtected = try tenc.u8()
         info.perSampleIVSize = Int(try tenc.u8())
-        _ = try tenc.data(16)
+        info.keyID = try tenc.data(16)
         if info.perSampleIVSize == 0 {
             let size = Int(try tenc.u8())
             info.constantIV = try tenc.data(size)
@@ -271,18 +286,21 @@ struct FragmentedVerification {
         _ name: String, _ playlist: ParsedMediaPlaylist, map: String, method: String, slot: Int?
     ) throws(VerificationError) {
         guard let initBytes = read(map, limit: VerificationRun.playlistLimit) else { return }
-        let info: TrackInfo
+        var info: TrackInfo
         do {
             info = try readInit(initBytes, name: map, method: method)
         } catch {
             problem("\(error)")
             return
         }
+        var currentMap = map
         var check = VerificationReport.StreamCheck(
             playlist: name, kind: info.isVideo ? "video" : "audio", codec: info.codec, pid: nil, frames: 0,
             decryptedUnits: 0)
         check.isFragmented = true
-        let cipher = info.scheme.flatMap { try? CENCSampleCipher(scheme: $0, key: key ?? [], encrypt: false) }
+        var cipher = info.scheme.flatMap {
+            try? CENCSampleCipher(scheme: $0, key: trackKey(info) ?? [], encrypt: false)
+        }
         var parameterSets = H264SliceHeader.ParameterSets()
         for set in info.parameterSets { try? parameterSets.take(set) }
         var expected: ExpectedSamples? = nil
@@ -298,10 +316,27 @@ struct FragmentedVerification {
         }
         var nextDecodeTime: UInt64? = nil
         for (index, segment) in playlist.segments.enumerated() {
+            if let periodMap = Self.map(of: segment, in: segmentMaps[name] ?? []), periodMap != currentMap {
+                // A new key period: its init segment names the key the following segments take.
+                guard let periodInit = read(periodMap, limit: VerificationRun.playlistLimit) else { continue }
+                do {
+                    info = try readInit(periodInit, name: periodMap, method: method)
+                } catch {
+                    problem("\(error)")
+                    continue
+                }
+                currentMap = periodMap
+                cipher = info.scheme.flatMap {
+                    try? CENCSampleCipher(scheme: $0, key: trackKey(info) ?? [], encrypt: false)
+                }
+                for set in info.parameterSets { try? parameterSets.take(set) }
+            }
+            if let problem = periodProblem(segment, info: info, map: currentMap) { self.problem(problem) }
             guard var bytes = read(segment.uri, limit: VerificationRun.segmentLimit) else { continue }
             report.segments += 1
             if method == "AES-128" {
-                guard let key, let iv = segment.key?["IV"].flatMap({ [UInt8](hex: $0) }), iv.count == 16,
+                guard let key = periods?.key(for: segment.key) ?? key,
+                    let iv = segment.key?["IV"].flatMap({ [UInt8](hex: $0) }), iv.count == 16,
                     let clear = try? AES128Padded.decrypt(bytes, key: key, iv: iv)
                 else {
                     problem("\(segment.uri): cannot be decrypted with AES-128 and its EXT-X-KEY IV")

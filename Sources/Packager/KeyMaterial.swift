@@ -15,12 +15,30 @@ struct KeyMaterial {
     var keyFormat: String?
     /// The absolute key file path, or nil.
     var keyFile: String?
+    /// The key URI before `{kid}` is substituted, or nil without encryption.
+    var uriTemplate: String?
+    /// Every key period's key, period 0 being `key`, `iv` and `keyID`.
+    var ring: KeyRing
 
     /// The EXT-X-KEY line that names this key with `method` and `iv`, or nil without a key URI.
     func keyLine(method: String, iv: [UInt8]?) -> KeyLine? {
         guard let uri else { return nil }
         return KeyLine(
             method: method, uri: uri, iv: iv, keyFormat: keyFormat, keyFormatVersions: keyFormat == nil ? nil : "1")
+    }
+
+    /// The EXT-X-KEY line that names key period `period`'s key with `method` and `iv` (the period's
+    /// own, or nil), or nil without a key URI.
+    func keyLine(method: String, iv: [UInt8]?, period: Int) throws(PackagingError) -> KeyLine? {
+        guard var line = keyLine(method: method, iv: iv) else { return nil }
+        line.uri = try uri(period: period)
+        return line
+    }
+
+    /// The key URI of key period `period` (its key ID substituted for `{kid}`), or nil without one.
+    func uri(period: Int) throws(PackagingError) -> String? {
+        guard let uriTemplate else { return nil }
+        return uriTemplate.replacingOccurrences(of: "{kid}", with: try ring.key(period: period).keyID.hexString)
     }
 
     /// Resolves the options; `output` is the absolute output path.
@@ -44,6 +62,7 @@ struct KeyMaterial {
         keyID = try value(options.keyID, "key ID")
         keyFile = options.keyFile.map(OutputDirectory.absolutePath)
         keyFormat = options.keyFormat == .fairplay ? "com.apple.streamingkeydelivery" : nil
+        ring = KeyRing(first: PeriodKey(keyID: keyID, key: key, iv: iv), period: options.keyPeriod)
         guard options.encryption != .none else {
             uri = nil
             return
@@ -53,6 +72,11 @@ struct KeyMaterial {
             template = given
         } else if options.keyFormat == .fairplay {
             template = "skd://{kid}"
+        } else if options.keyPeriod != nil {
+            throw PackagingError(
+                .invalidOptions,
+                "--key-period needs --key-uri with {kid} in it: the key file is then a key list, which no key URI "
+                    + "can name, and each period's key needs a URI of its own")
         } else if let keyFile {
             template = KeyMaterial.relativePath(from: output, to: keyFile)
         } else {
@@ -68,6 +92,13 @@ struct KeyMaterial {
                 "the key URI template holds \(bad == "\"" ? "a quote" : "a control character"), which a playlist cannot carry"
             )
         }
+        if options.keyPeriod != nil && !template.contains("{kid}") {
+            throw PackagingError(
+                .invalidOptions,
+                "with --key-period the key URI '\(template)' must hold {kid}: players fetch one key per URI, so "
+                    + "every key period needs a URI of its own")
+        }
+        uriTemplate = template
         uri = template.replacingOccurrences(of: "{kid}", with: keyID.hexString)
     }
 
@@ -112,8 +143,8 @@ struct KeyMaterial {
         let what: String? =
             if status.st_mode & S_IFMT != S_IFREG {
                 "not a regular file"
-            } else if status.st_size != 16 {
-                "\(status.st_size) bytes, not 16"
+            } else if status.st_size != 16 && !KeyMaterial.holdsKeyList(descriptor, size: Int(status.st_size)) {
+                "\(status.st_size) bytes, neither 16 nor a key list"
             } else if status.st_nlink != 1 {
                 "\(status.st_nlink) hard links"
             } else {
@@ -144,11 +175,23 @@ struct KeyMaterial {
             unlink(staged)
             throw SegmentFile.failure("restrict the key file", staged)
         }
-        let written = key.withUnsafeBytes { write(descriptor, $0.baseAddress, 16) }
-        guard written == 16, fsync(descriptor) == 0 else {
+        // One key: its 16 raw bytes (the file is then what the default key URI returns). Key periods: the
+        // key list, one `KID KEY` line per period.
+        let bytes =
+            ring.period == nil ? key : Array(KeyListFormat.render(ring.keys.map { ($0.keyID, $0.key) }).utf8)
+        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        guard written == bytes.count, fsync(descriptor) == 0 else {
             unlink(staged)
             throw SegmentFile.failure("write the key file", staged)
         }
         return staged
+    }
+
+    /// True when the open file `descriptor` of `size` bytes holds a key list (`KeyListFormat`).
+    private static func holdsKeyList(_ descriptor: Int32, size: Int) -> Bool {
+        guard size > 0, size <= KeyListFormat.lineLimit * KeyListFormat.lineLength else { return false }
+        var bytes = [UInt8](repeating: 0, count: size)
+        let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, size, 0) }
+        return count == size && KeyListFormat.parse(bytes) != nil
     }
 }

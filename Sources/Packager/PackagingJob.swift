@@ -66,6 +66,10 @@ public struct PackagingJob: Sendable {
                 notice?(text)
             }
             result.notices = notices
+            result.keyPeriod = options.keyPeriod
+            if options.encryption != .none {
+                result.periodKeys = keys.ring.keys.map { PeriodKeyPair(keyID: $0.keyID, key: $0.key) }
+            }
             stagedKey = try keys.stageKeyFile()
             if cancellation?.isCancelled == true { throw PackagingError(.cancelled, "packaging was cancelled") }
             // The last checks before anything is replaced: the key file is still no link and no file of
@@ -96,6 +100,16 @@ public struct PackagingJob: Sendable {
         }
         guard options.stillDuration.isFinite, options.stillDuration >= 1, options.stillDuration <= 3_600 else {
             throw PackagingError(.invalidOptions, "the still duration must be between 1 and 3600 seconds")
+        }
+        if let period = options.keyPeriod {
+            guard (1...KeyRing.periodLimit).contains(period) else {
+                throw PackagingError(
+                    .invalidOptions,
+                    "the key period must be a whole number of segments from 1 to \(KeyRing.periodLimit), got \(period)")
+            }
+            guard options.encryption != .none else {
+                throw PackagingError(.invalidOptions, "--key-period rotates keys: it needs encryption, not 'none'")
+            }
         }
         if options.keyFormat == .fairplay && options.encryption != .sampleAES {
             throw PackagingError(.invalidOptions, "FairPlay keys need SAMPLE-AES encryption")
@@ -201,6 +215,7 @@ private struct PackagingRun {
             hasVideo: hasVideo, audioCount: plan.audio.count, separateAudio: options.audioFormat == .packed)
         for playlist in layout.playlists {
             let output = try makeOutput(playlist.name, playlist.slots)
+            output.ring = keys.ring
             outputs.append(output)
             for slot in playlist.slots { outputOfSlot[slot] = outputs.count - 1 }
             if playlist.isRendition && hasVideo {
@@ -252,8 +267,18 @@ private struct PackagingRun {
         return try publishPlaylists(outputs: outputs, details: details)
     }
 
-    private func keyLine(iv: [UInt8]) -> KeyLine? {
-        keys.keyLine(method: options.encryption == .sampleAES ? "SAMPLE-AES" : "AES-128", iv: iv)
+    /// The key line before segment `index` of a playlist: at the start of each key period under SAMPLE-AES
+    /// (with the period's IV), before every segment under AES-128 (with `segmentIV`).
+    private func keyLine(segment index: Int, segmentIV: [UInt8]?) throws(PackagingError) -> KeyLine? {
+        let method = options.encryption == .sampleAES ? "SAMPLE-AES" : "AES-128"
+        switch options.encryption {
+        case .sampleAES:
+            guard keys.ring.startsPeriod(index) else { return nil }
+            let period = keys.ring.period(ofSegment: index)
+            return try keys.keyLine(method: method, iv: keys.ring.key(period: period).iv, period: period)
+        case .aes128: return try keys.keyLine(method: method, iv: segmentIV, period: keys.ring.period(ofSegment: index))
+        case .none, .cenc: return nil
+        }
     }
 
     private func publishPlaylists(outputs: [SegmentedOutput], details: [StreamDetails]) throws(PackagingError)
@@ -268,12 +293,7 @@ private struct PackagingRun {
             }
             var playlist = MediaPlaylist()
             for (index, (segment, duration)) in zip(output.segments, output.durations).enumerated() {
-                let key: KeyLine? =
-                    switch options.encryption {
-                    case .sampleAES: index == 0 ? keyLine(iv: keys.iv) : nil
-                    case .aes128: keyLine(iv: segment.iv!)
-                    case .none, .cenc: nil
-                    }
+                let key = try keyLine(segment: index, segmentIV: segment.iv)
                 playlist.entries.append(.init(duration: duration, uri: segment.uri, byteRange: nil, key: key))
             }
             playlists.append((output.name + ".m3u8", playlist))
@@ -282,8 +302,16 @@ private struct PackagingRun {
         if let video = outputs.first, plan.video != nil, options.encryption != .aes128 {
             var playlist = MediaPlaylist()
             playlist.iFramesOnly = true
-            for (index, (frame, duration)) in zip(video.iFrames, video.iFrameDurations).enumerated() {
-                let key = options.encryption == .sampleAES && index == 0 ? keyLine(iv: keys.iv) : nil
+            let segmentIndex = Dictionary(video.segments.enumerated().map { ($1.uri, $0) }) { first, _ in first }
+            var lastPeriod = -1
+            for (frame, duration) in zip(video.iFrames, video.iFrameDurations) {
+                // Each key period's first I-frame names the period's key, as the media playlist does.
+                let period = keys.ring.period(ofSegment: segmentIndex[frame.uri] ?? 0)
+                var key: KeyLine? = nil
+                if options.encryption == .sampleAES && period != lastPeriod {
+                    key = try keys.keyLine(method: "SAMPLE-AES", iv: keys.ring.key(period: period).iv, period: period)
+                    lastPeriod = period
+                }
                 playlist.entries.append(
                     .init(duration: duration, uri: frame.uri, byteRange: (frame.length, frame.offset), key: key))
             }

@@ -64,6 +64,9 @@ public struct PackagingOptions: Sendable, Equatable {
     public var encryption: EncryptionMode = .sampleAES
     /// The segment container.
     public var container: ContainerFormat = .transportStream
+    /// Segments per key period (`--key-period`): a new key, key ID and IV every this many segments of
+    /// each playlist, the key file then being a key list (`KeyListFormat`); nil for one key.
+    public var keyPeriod: Int?
     /// The Clear Key license server the DASH manifest names (fMP4 only), or nil.
     public var licenseURL: String?
     /// The target segment duration in seconds; video is cut at the first IDR at or after it.
@@ -167,4 +170,23 @@ public struct PackagingResult: Sendable, Equatable {
     public var bytesWritten: Int
     /// One-line notices such as "transcoding mp3 to AAC-LC", in the order they were given.
     public var notices: [String]
+    /// Segments per key period, or nil for one key.
+    public var keyPeriod: Int? = nil
+    /// Every key period's key ID and key, period 0 first (the one `keyID` and `key` without rotation);
+    /// empty without encryption.
+    public var periodKeys: [PeriodKeyPair] = []
+}
+
+/// One key period's key ID and content key, as a packaging result lists them.
+public struct PeriodKeyPair: Sendable, Equatable {
+    /// The 16-byte key ID.
+    public var keyID: [UInt8]
+    /// The 16-byte content key.
+    public var key: [UInt8]
+
+    /// The pair of `keyID` and `key`.
+    public init(keyID: [UInt8], key: [UInt8]) {
+        self.keyID = keyID
+        self.key = key
+    }
 }

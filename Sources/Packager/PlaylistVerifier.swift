@@ -12,7 +12,7 @@ final class PlaylistVerifier {
     let name: String
     private let playlist: ParsedMediaPlaylist
     private let method: String
-    private let cipher: SampleAESCipher?
+    private var cipher: SampleAESCipher?
     private let expected: ExpectedAccessUnits?
     /// The first error reading the source gave, which ends the comparison (see `VerificationRun`).
     private(set) var sourceFailure: PackagingError?
@@ -98,6 +98,11 @@ final class PlaylistVerifier {
                         + "\(VerificationRun.readLimit >> 30) GiB from the output")
                 return
             }
+            if periods != nil {
+                // A rotated output: this segment's key is the one its key line names.
+                expectedKey = periods!.key(for: segment.key)
+                if method == "SAMPLE-AES" { cipher = periods!.sampleAESCipher(for: segment.key) }
+            }
             if method == "AES-128" {
                 guard let decrypted = decryptWhole(bytes, segment: segment) else {
                     segmentStarts.append(nil)
@@ -135,6 +140,8 @@ final class PlaylistVerifier {
 
     /// The content key, for whole-segment AES-128.
     var expectedKey: [UInt8]?
+    /// The key list of a rotated output, whose keys the segments' key lines name.
+    var periods: KeyPeriodCheck?
 
     private func verifyTransport(
         _ bytes: [UInt8], segment: ParsedMediaPlaylist.Segment, reader: inout TransportStreamReader

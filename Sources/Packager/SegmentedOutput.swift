@@ -58,8 +58,11 @@ final class SegmentedOutput {
     private let directory: String
     private let writer: BackgroundWriter
     private let packedExtension: String?
-    private let protection: Protection
-    private let sampleAES: SampleAESCipher?
+    private var protection: Protection
+    private var sampleAES: SampleAESCipher?
+    /// The job's key periods when keys rotate (`--key-period`): each segment is then encrypted under its
+    /// period's key and IV.
+    var ring: KeyRing?
     private var transport: TransportStreamWriter?
     private var file: SegmentFile?
     private var openStart: Int64?
@@ -251,7 +254,26 @@ final class SegmentedOutput {
         return "\(name)_\(padded).\(packedExtension ?? "ts")"
     }
 
+    /// Switches the encryption to the key of the period segment `index` is in, when keys rotate.
+    private func rotateKey(forSegment index: Int) throws(PackagingError) {
+        guard let ring, ring.period != nil else { return }
+        let next = try ring.key(forSegment: index)
+        switch protection {
+        case .none: return
+        case .aes128: protection = .aes128(key: next.key, iv: next.iv)
+        case .sampleAES(let key, let iv):
+            guard key != next.key || iv != next.iv else { return }
+            protection = .sampleAES(key: next.key, iv: next.iv)
+            do {
+                sampleAES = try SampleAESCipher(key: next.key, iv: next.iv, encrypt: true)
+            } catch {
+                throw PackagingError(.invalidOptions, "cannot set up SAMPLE-AES for a new key period: \(error)")
+            }
+        }
+    }
+
     private func openSegment(firstPTS: Int64) throws(PackagingError) {
+        try rotateKey(forSegment: segments.count)
         let uri = currentURI
         var segmentIV: [UInt8]? = nil
         var aes128: (key: [UInt8], iv: [UInt8])? = nil

@@ -14,6 +14,7 @@ extension VerificationRun {
             slots: slots,
             read: { uri in budget.read(directory + "/" + uri, limit: VerificationRun.segmentLimit) })
         checker.expectedKey = key
+        checker.periods = periods
         checker.run()
         sourceFailure = sourceFailure ?? checker.sourceFailure
         report.segments += playlist.segments.count
@@ -104,7 +105,8 @@ extension VerificationRun {
             times.append(pts)
             var nals: [[UInt8]] = []
             do {
-                nals = try PlaylistVerifier.clearNALUnits(picture.payload, cipher: cipher)
+                nals = try PlaylistVerifier.clearNALUnits(
+                    picture.payload, cipher: periods == nil ? cipher : periods!.sampleAESCipher(for: entry.key))
             } catch {
                 problem("\(place): cannot decrypt the picture: \(error)")
                 continue

@@ -34,6 +34,9 @@ struct VerificationRun {
     let budget = ReadBudget(bytes: VerificationRun.readLimit)
     var method = "NONE"
     var cipher: SampleAESCipher?
+    /// The key list of a `--key-period` output, when one was given: each segment is then decrypted
+    /// with the key its key line names.
+    var periods: KeyPeriodCheck?
     /// Digests of IDR pictures by segment URI and PTS, for the I-frame playlist.
     var idrPictures: [String: [Int64: [UInt8]]] = [:]
     /// Codec strings found per media playlist.
@@ -137,6 +140,12 @@ struct VerificationRun {
         checkPlaylists(playlists, iFrameNames: iFrameSet)
         try resolveKey(playlists)
         checkNoKeyPublished()
+        if let periods, method != "NONE" {
+            report.problems += periods.problems(
+                mediaNames.filter { !iFrameSet.contains($0) }.compactMap { name in
+                    playlists[name].map { (name, $0.segments) }
+                }, notes: &report.notes)
+        }
 
         // The source, read through the same plan and conversion as the packager.
         var layout: OutputLayout? = nil
@@ -294,6 +303,11 @@ struct VerificationRun {
 
     private mutating func resolveKey(_ playlists: [String: ParsedMediaPlaylist]) throws(VerificationError) {
         guard method != "NONE" else { return }
+        if let periods {
+            // Each key line names its period's key; `key` is the first period's, for the checks below.
+            key = periods.keys[0].key
+            return
+        }
         if key == nil {
             let uri = playlists.values.flatMap(\.keyLines).compactMap { $0["URI"] }.first ?? ""
             if !uri.isEmpty && !uri.contains(":") {

@@ -88,6 +88,9 @@ public struct Verifier: Sendable {
     public var source: String?
     /// The most pixels a video picture of the source may have (`--max-pixels`, default 8192×8192).
     public var maxPixels: Int
+    /// The key list of a `--key-period` output (period 0 first), or empty: each segment is then
+    /// decrypted with the key its key line and init segment name, and the key periods are checked.
+    public var keyList: [PeriodKeyPair] = []
 
     /// A verifier for `directory`.
     public init(directory: String, key: [UInt8]? = nil, source: String? = nil, maxPixels: Int = 8192 * 8192) {
@@ -102,10 +105,12 @@ public struct Verifier: Sendable {
         let absolute = OutputDirectory.absolutePath(directory)
         if FragmentedVerification.isFragmented(absolute) {
             var run = FragmentedVerification(directory: absolute, key: key, source: source, maxPixels: maxPixels)
+            if !keyList.isEmpty { run.periods = KeyPeriodCheck(keys: keyList) }
             return try run.execute()
         }
         var run = VerificationRun(
             directory: OutputDirectory.absolutePath(directory), key: key, source: source, maxPixels: maxPixels)
+        if !keyList.isEmpty { run.periods = KeyPeriodCheck(keys: keyList) }
         return try run.execute()
     }
 }

@@ -100,6 +100,9 @@ enum PostgresMigrations {
         );
         CREATE INDEX session_events_by_time ON session_events(at);
         """,
+        // How each packaging job packages (container, encryption, key period), so a requeued job
+        // packages as it was asked to.
+        "ALTER TABLE packaging_jobs ADD COLUMN options text;",
     ]
 
     /// An arbitrary constant naming GuardPlay's migration lock among the database's advisory locks.

@@ -143,13 +143,17 @@ public struct JobRecord: Sendable, Equatable {
     public var createdAt: Date
     /// When it last changed.
     public var updatedAt: Date
+    /// How it packages (container, encryption, key period), in the gateway's stored form; nil for the
+    /// defaults.
+    public var options: String?
 
     /// A job record; `seq` is assigned by the store.
     public init(
         id: String, seq: Int64 = 0, idempotencyKey: String?, fingerprint: String, input: String, assetID: String,
         denyKeysWhileCapturing: Bool, kid: String?, state: JobState = .queued, progress: Double = 0, attempts: Int = 0,
-        error: String? = nil, output: String? = nil, createdAt: Date, updatedAt: Date
+        error: String? = nil, output: String? = nil, createdAt: Date, updatedAt: Date, options: String? = nil
     ) {
+        self.options = options
         self.id = id
         self.seq = seq
         self.idempotencyKey = idempotencyKey

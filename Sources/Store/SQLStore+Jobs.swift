@@ -21,15 +21,16 @@ extension SQLStore {
                 try database.query(
                     """
                     INSERT INTO packaging_jobs (id, idempotency_key, fingerprint, input, asset_id,
-                        deny_keys_while_capturing, kid, state, progress, attempts, error, output, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        deny_keys_while_capturing, kid, state, progress, attempts, error, output, created_at, updated_at,
+                        options)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                     [
                         .text(job.id), optionalText(job.idempotencyKey), .text(job.fingerprint), .text(job.input),
                         .text(job.assetID), .integer(job.denyKeysWhileCapturing ? 1 : 0), optionalText(job.kid),
                         .text(job.state.rawValue), .real(job.progress), .integer(Int64(job.attempts)),
                         optionalText(job.error), optionalText(job.output), .real(job.createdAt.timeIntervalSince1970),
-                        .real(job.updatedAt.timeIntervalSince1970),
+                        .real(job.updatedAt.timeIntervalSince1970), optionalText(job.options),
                     ])
                 let row = try database.query("\(Self.jobColumns) WHERE id = ?", [.text(job.id)])
                 return .created(Self.job(from: row[0]))
@@ -176,7 +177,7 @@ extension SQLStore {
 
     static let jobColumns = """
         SELECT id, seq, idempotency_key, fingerprint, input, asset_id, deny_keys_while_capturing, kid, state,
-            progress, attempts, error, output, created_at, updated_at FROM packaging_jobs
+            progress, attempts, error, output, created_at, updated_at, options FROM packaging_jobs
         """
 
     static func job(from row: [SQLValue]) -> JobRecord {
@@ -186,6 +187,6 @@ extension SQLStore {
             input: row[4].text ?? "", assetID: row[5].text ?? "", denyKeysWhileCapturing: row[6].integer == 1,
             kid: row[7].text, state: JobState(rawValue: row[8].text ?? "") ?? .failed, progress: row[9].real ?? 0,
             attempts: Int(row[10].integer ?? 0), error: row[11].text, output: row[12].text, createdAt: date(row[13]),
-            updatedAt: date(row[14]))
+            updatedAt: date(row[14]), options: row[15].text)
     }
 }

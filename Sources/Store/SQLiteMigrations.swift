@@ -77,6 +77,9 @@ enum SQLiteMigrations {
         );
         CREATE INDEX audit_by_time ON audit(at);
         """,
+        // How each packaging job packages (container, encryption, key period), so a requeued job
+        // packages as it was asked to.
+        "ALTER TABLE packaging_jobs ADD COLUMN options TEXT;",
     ]
 
     /// Brings `connection` up to the newest version; refuses a database from a newer GuardPlay.

@@ -6,13 +6,7 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(5))) struct GatewayCaptureTests {
     func report(_ server: GatewayServer, session: String, token: String, capturing: Bool, seq: Int) throws
         -> RawResponse
-    {
-        try server.call(
-            "PUT", "/v1/sessions/\(session)/capture-state?token=\(token)",
-            body:
-                #"{"capturing":\#(capturing),"seq":\#(seq),"observedAt":"\#(ISO8601DateFormatter().string(from: Date()))"}"#
-        )
-    }
+    { try server.reportCapture(session: session, token: token, capturing: capturing, seq: seq) }
 
     /// Event streams on `session`: one for an operator (API token), then `clients` for the client
     /// itself (session token).

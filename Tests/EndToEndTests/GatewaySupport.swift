@@ -184,6 +184,15 @@ final class GatewayServer {
         return (admin, clip, session, sessionToken)
     }
 
+    /// Reports the session's capture state (observed now) with its own token.
+    func reportCapture(session: String, token: String, capturing: Bool, seq: Int) throws -> RawResponse {
+        try call(
+            "PUT", "/v1/sessions/\(session)/capture-state?token=\(token)",
+            body:
+                #"{"capturing":\#(capturing),"seq":\#(seq),"observedAt":"\#(ISO8601DateFormatter().string(from: Date()))"}"#
+        )
+    }
+
     /// Creates a session on `asset`; returns its ID and token.
     func session(_ asset: String, token: String) throws -> (id: String, token: String) {
         let response = try call("POST", "/v1/sessions", token: token, body: #"{"asset":"\#(asset)"}"#)

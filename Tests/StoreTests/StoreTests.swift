@@ -216,6 +216,18 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         }
     }
 
+    @Test(arguments: Backend.allCases) func keepsAJobsOptionsThroughAClaimAndAReopen(_ backend: Backend) throws {
+        let temporary = try TemporaryStore(backend)
+        defer { withExtendedLifetime(temporary) {} }
+        var asked = job("j1")
+        asked.options = "container=fmp4 encryption=cenc keyPeriod=3"
+        _ = try temporary.store.insertJob(asked)
+        _ = try temporary.store.insertJob(job("j2"))
+        #expect(try temporary.store.claimNextJob(at: epoch + 1)?.options == asked.options)
+        let reopened = try temporary.reopen()
+        #expect(try reopened.job("j1")?.options == asked.options && reopened.job("j2")?.options == nil)
+    }
+
     @Test(arguments: Backend.allCases) func claimsJobsInOrderAndNeverOverwritesAFinalState(_ backend: Backend) throws {
         let temporary = try TemporaryStore(backend)
         defer { withExtendedLifetime(temporary) {} }
@@ -308,7 +320,10 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
     @Test func upgradesAVersion1DatabaseKeepingItsAuditRows() throws {
         let temporary = try TemporaryStore()
         try temporary.store.appendAudit([AuditRecord(at: epoch, action: "key", outcome: "granted")])
-        try temporary.execute("DROP TABLE audit_refusals; DROP INDEX audit_by_time; PRAGMA user_version = 1")
+        // Version 1's schema: without version 2's refusal counts and version 3's job options.
+        try temporary.execute(
+            "DROP TABLE audit_refusals; DROP INDEX audit_by_time; ALTER TABLE packaging_jobs DROP COLUMN options; "
+                + "PRAGMA user_version = 1")
         let reopened = try temporary.reopen()
         #expect(try reopened.schemaVersion() == SQLiteMigrations.all.count)
         #expect(try reopened.auditCount() == 1)

@@ -1,0 +1,75 @@
+/// How a packaging job packages, as `guard-play package` takes it: the container (`ts` or `fmp4`), the
+/// encryption (`sample-aes`, `cenc`, `aes-128` or `none`) and the key period (a new key every so many
+/// segments, or nil for one key). Stored with the job as one line of text, so a job a restart requeues
+/// packages as it was asked to.
+public struct PackagingJobOptions: Sendable, Equatable {
+    /// The containers a job may ask for.
+    public static let containers = ["ts", "fmp4"]
+    /// The encryption modes a job may ask for.
+    public static let encryptions = ["sample-aes", "cenc", "aes-128", "none"]
+    /// The largest key period, in segments (the packager's own limit).
+    public static let keyPeriodLimit = 100_000
+
+    /// `ts` or `fmp4`.
+    public var container: String
+    /// `sample-aes`, `cenc`, `aes-128` or `none`.
+    public var encryption: String
+    /// Segments per key period, or nil for one key.
+    public var keyPeriod: Int?
+
+    /// Options as given; `validated()` checks them.
+    public init(container: String = "ts", encryption: String = "sample-aes", keyPeriod: Int? = nil) {
+        self.container = container
+        self.encryption = encryption
+        self.keyPeriod = keyPeriod
+    }
+
+    /// The options, or a 422 naming the field that is not acceptable: an unknown container or encryption,
+    /// `cenc` outside fMP4, a key period outside 1…100000 or without encryption.
+    public func validated() throws(GatewayError) -> PackagingJobOptions {
+        guard Self.containers.contains(container) else {
+            throw GatewayError(.invalid, code: "invalid-container", detail: "container must be ts or fmp4.")
+        }
+        guard Self.encryptions.contains(encryption) else {
+            throw GatewayError(
+                .invalid, code: "invalid-encryption", detail: "encryption must be sample-aes, cenc, aes-128 or none.")
+        }
+        if encryption == "cenc" && container != "fmp4" {
+            throw GatewayError(
+                .invalid, code: "invalid-encryption",
+                detail: "cenc encryption needs container fmp4: MPEG-TS has no CENC.")
+        }
+        if let keyPeriod {
+            guard (1...Self.keyPeriodLimit).contains(keyPeriod) else {
+                throw GatewayError(
+                    .invalid, code: "invalid-key-period",
+                    detail: "keyPeriod must be a whole number of segments from 1 to \(Self.keyPeriodLimit).")
+            }
+            guard encryption != "none" else {
+                throw GatewayError(
+                    .invalid, code: "invalid-key-period", detail: "keyPeriod rotates keys: it needs encryption.")
+            }
+        }
+        return self
+    }
+
+    /// The stored form: `container=C encryption=E` and ` keyPeriod=N` when keys rotate.
+    public var stored: String {
+        "container=\(container) encryption=\(encryption)" + (keyPeriod.map { " keyPeriod=\($0)" } ?? "")
+    }
+
+    /// The options a stored line names; nil (a job from before options were stored) is the defaults.
+    public init(stored: String?) {
+        self.init()
+        for field in (stored ?? "").split(separator: " ") {
+            let parts = field.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { continue }
+            switch parts[0] {
+            case "container": container = parts[1]
+            case "encryption": encryption = parts[1]
+            case "keyPeriod": keyPeriod = Int(parts[1])
+            default: continue
+            }
+        }
+    }
+}
