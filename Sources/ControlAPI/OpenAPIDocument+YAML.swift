@@ -322,6 +322,50 @@ extension OpenAPIDocument {
                   $ref: "#/components/responses/RetryLater"
                 default:
                   $ref: "#/components/responses/Problem"
+          /v1/licenses/clearkey:
+            post:
+              tags: [media]
+              operationId: getClearKeyLicense
+              summary: "A W3C Clear Key license (EME section 9.1): the keys of the asked key IDs as a JSON Web Key set; never cached."
+              description: "The same checks, capture policy, audit (action license) and rate limit as GET /v1/keys/{kid}, per key ID; all of them are granted or the first refused one's problem is the answer, so no key of another asset is ever returned. Key IDs and keys are base64url without padding; at most 16 key IDs; the body is at most 4096 bytes (413 license-request-too-large). A malformed body is a 400 invalid-license-request (or invalid-json)."
+              security: []
+              parameters:
+                - $ref: "#/components/parameters/Token"
+              requestBody:
+                required: true
+                content:
+                  application/json:
+                    schema:
+                      $ref: "#/components/schemas/ClearKeyLicenseRequest"
+              responses:
+                "200":
+                  description: The license.
+                  headers:
+                    Cache-Control:
+                      required: true
+                      schema:
+                        type: string
+                        const: no-store
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/ClearKeyLicense"
+                "400":
+                  $ref: "#/components/responses/Problem"
+                "401":
+                  $ref: "#/components/responses/Problem"
+                "403":
+                  $ref: "#/components/responses/Problem"
+                "404":
+                  $ref: "#/components/responses/Problem"
+                "413":
+                  $ref: "#/components/responses/Problem"
+                "415":
+                  $ref: "#/components/responses/Problem"
+                "429":
+                  $ref: "#/components/responses/RetryLater"
+                default:
+                  $ref: "#/components/responses/Problem"
           /v1/hls/{asset}/{name}:
             get:
               tags: [media]
@@ -739,6 +783,42 @@ extension OpenAPIDocument {
                   schema:
                     type: string
           schemas:
+            ClearKeyLicenseRequest:
+              type: object
+              required: [kids]
+              additionalProperties: false
+              properties:
+                kids:
+                  type: array
+                  minItems: 1
+                  maxItems: 16
+                  items:
+                    type: string
+                    description: A 16-byte key ID in base64url without padding.
+                    pattern: "^[A-Za-z0-9_-]{21}[AQgw]$"
+                type:
+                  type: string
+                  enum: [temporary]
+            ClearKeyLicense:
+              type: object
+              required: [keys, type]
+              properties:
+                keys:
+                  type: array
+                  items:
+                    type: object
+                    required: [kty, kid, k]
+                    properties:
+                      kty:
+                        type: string
+                        const: oct
+                      kid:
+                        type: string
+                      k:
+                        type: string
+                type:
+                  type: string
+                  enum: [temporary]
             Problem:
               type: object
               required: [type, title, status, detail]
