@@ -281,6 +281,64 @@ extension OpenAPIDocument {
                   $ref: "#/components/responses/RetryLater"
                 default:
                   $ref: "#/components/responses/Problem"
+          /v1/sessions/{id}/player:
+            parameters:
+              - $ref: "#/components/parameters/ID"
+            get:
+              tags: [sessions]
+              operationId: getWebPlayer
+              summary: "The gateway's web player for the session: an HTML page (MSE and Clear Key EME for fMP4 assets, masked and muted while the capture state is capturing or unknown); never cached."
+              description: "Needs the session's own token in ?token= (the page reads it from its address). The page sends a strict Content-Security-Policy (its own scripts and styles only, media from the gateway and blob:, requests to the gateway only), Referrer-Policy no-referrer, X-Content-Type-Options nosniff and X-Frame-Options DENY. 401 for a missing or bad token; 403 session-unknown for a token of another session, session-revoked once revoked."
+              security:
+                - sessionToken: []
+              parameters:
+                - $ref: "#/components/parameters/Token"
+              responses:
+                "200":
+                  description: The page.
+                  headers:
+                    Content-Security-Policy:
+                      required: true
+                      schema:
+                        type: string
+                  content:
+                    text/html:
+                      schema:
+                        type: string
+                "400":
+                  $ref: "#/components/responses/Problem"
+                "401":
+                  $ref: "#/components/responses/Problem"
+                "403":
+                  $ref: "#/components/responses/Problem"
+                "429":
+                  $ref: "#/components/responses/RetryLater"
+                default:
+                  $ref: "#/components/responses/Problem"
+          /v1/web-player/{name}:
+            get:
+              tags: [sessions]
+              operationId: getWebPlayerFile
+              summary: "A file of the web player (its stylesheet and JavaScript modules), embedded in the binary."
+              security: []
+              parameters:
+                - $ref: "#/components/parameters/FileName"
+              responses:
+                "200":
+                  description: The file.
+                  content:
+                    text/javascript:
+                      schema:
+                        type: string
+                    text/css:
+                      schema:
+                        type: string
+                "400":
+                  $ref: "#/components/responses/Problem"
+                "404":
+                  $ref: "#/components/responses/Problem"
+                default:
+                  $ref: "#/components/responses/Problem"
           /v1/keys/{kid}:
             get:
               tags: [media]
@@ -880,6 +938,12 @@ extension OpenAPIDocument {
                 playbackUrl:
                   type: string
                   description: The playback path on the configured public URL, or on the request's Host.
+                playerPath:
+                  type: string
+                  description: "The web player's page for this session: /v1/sessions/{id}/player?token=…"
+                playerUrl:
+                  type: string
+                  description: The player path on the configured public URL, or on the request's Host.
             CaptureState:
               type: object
               required: [state, reason, since]

@@ -282,6 +282,18 @@ public final class Gateway: Sendable {
         return true
     }
 
+    /// The claims of `token` when it is a valid token of the live, unrevoked session `id` (the web
+    /// player's page opens with it), or why not: a token of another session is `sessionUnknown`.
+    public func sessionClaims(_ token: String?, session id: String) -> Result<SessionClaims, AccessRefusal> {
+        switch signer.verify(token, now: clock.now()) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let claims):
+            guard claims.sessionID == id, let session = sessions.session(id) else { return .failure(.sessionUnknown) }
+            guard session.record.revokedAt == nil else { return .failure(.sessionRevoked) }
+            return .success(claims)
+        }
+    }
+
     // MARK: Keys and playlists
 
     /// The key `kid` for the holder of `token`, or the reason it is refused. Grants and refusals of a
