@@ -37,8 +37,10 @@ class Player {
     this.status = 'starting';
     video.addEventListener('error', () => {
       const error = video.error;
+      // The element's own error says most (a wrong key is a decode error), so it replaces a failure
+      // the buffers reported first.
       this.fail(new PlayerError(`playback failed: ${error ? error.message || `media error ${error.code}` : 'unknown'}`,
-        'media-error'));
+        'media-error'), true);
     });
     video.addEventListener('timeupdate', () => this.controls.update());
     video.addEventListener('play', () => this.controls.update());
@@ -110,8 +112,8 @@ class Player {
     this.controls.say(reason);
   }
 
-  fail(error) {
-    if (this.status === 'failed') return;
+  fail(error, overriding = false) {
+    if (this.status === 'failed' && !overriding) return;
     this.status = 'failed';
     this.error = error;
     for (const track of this.tracks) track.stopped = true;
