@@ -105,9 +105,10 @@ extension WebPlayerAssets {
 
         /** An error the page shows in words. */
         export class PlayerError extends Error {
-          constructor(message, code) {
+          constructor(message, code, keyRefused = false) {
             super(message);
             this.code = code;
+            this.keyRefused = keyRefused;
           }
         }
 
@@ -149,6 +150,11 @@ extension WebPlayerAssets {
             const keys = await access.createMediaKeys();
             await this.video.setMediaKeys(keys);
             this.mediaKeys = keys;
+          }
+
+          /** True once the key `kid` has been asked for (and not refused). */
+          has(kid) {
+            return this.sessions.has(kid);
           }
 
           /** Resolves once the key `kid` (32 hex digits) is in the CDM; rejects with the refusal in words. */
@@ -195,7 +201,7 @@ extension WebPlayerAssets {
             } catch (ignored) {
               // Not a problem document: the status says enough.
             }
-            throw new PlayerError(refusals[code] || `key refused (${response.status} ${code})`, code);
+            throw new PlayerError(refusals[code] || `key refused (${response.status} ${code})`, code, true);
           }
         }
         """#,
@@ -316,6 +322,15 @@ extension WebPlayerAssets {
 
           fail(error, overriding = false) {
             if (this.status === 'failed' && !overriding) return;
+            if (error.keyRefused && this.status === 'playing') {
+              // A later period's key was refused: what is buffered under the keys already held plays out
+              // (behind the mask while capturing), and playback stops where the refused period begins.
+              this.status = 'key-refused';
+              this.error = error;
+              for (const track of this.tracks) track.stopped = true;
+              this.controls.say(error.message);
+              return;
+            }
             this.status = 'failed';
             this.error = error;
             for (const track of this.tracks) track.stopped = true;
@@ -366,7 +381,7 @@ extension WebPlayerAssets {
               this.status = 'playing';
               if (root.dataset.autoplay !== 'false') this.play();
             };
-            const runs = this.tracks.map((track) => track.run(ready));
+            const runs = this.tracks.map((track) => track.run(ready, () => this.time));
             // The end of the stream is declared once every track has appended its last segment (and again
             // after a seek back has reopened the source).
             setInterval(() => {
@@ -509,9 +524,9 @@ extension WebPlayerAssets {
         }
 
         /**
-         * A media playlist at `base`: its init segment (EXT-X-MAP), its segments with start times from 0,
-         * and each segment's key (method and key ID) as the EXT-X-KEY before it says, so a rotated key is
-         * asked for when its first segment is reached.
+         * A media playlist at `base`: its segments with start times from 0, each with the init segment
+         * (EXT-X-MAP) and the key (method and key ID) the tags before it name, so that a period with a new
+         * key (and a new init segment) is recognised when its first segment is reached.
          */
         export function parseMedia(text, base) {
           const all = lines(text);
@@ -530,12 +545,18 @@ extension WebPlayerAssets {
             } else if (line.startsWith('#EXTINF:')) {
               duration = parseFloat(tagValue(line));
             } else if (!line.startsWith('#') && duration !== null) {
-              segments.push({ url: new URL(line, base).href, start, duration, key });
+              segments.push({ url: new URL(line, base).href, start, duration, key, map });
               start += duration;
               duration = null;
             }
           }
-          return { map, segments, duration: start, method: segments.length ? segments[0].key.method : key.method };
+          return {
+            url: base.toString(),
+            map: segments.length ? segments[0].map : map,
+            segments,
+            duration: start,
+            method: segments.length ? segments[0].key.method : key.method,
+          };
         }
 
         /** The EME encryption scheme of an HLS key method: `cbcs`, `cenc`, or null for a clear stream. */
@@ -696,6 +717,9 @@ extension WebPlayerAssets {
 
         const bufferAhead = 30;
         const keepBehind = 30;
+        // A segment under a key not yet in the CDM waits until the playhead is this close to it: a period's
+        // key is asked for as playback reaches the period, so a capture that began meanwhile stops it there.
+        const keyLead = 3;
 
         function sleep(ms) {
           return new Promise((resolve) => setTimeout(resolve, ms));
@@ -723,7 +747,8 @@ extension WebPlayerAssets {
             this.keys = keys;
             this.onThroughput = onThroughput;
             this.next = 0;
-            this.needsInit = true;
+            // The init segment last appended; a segment naming another is preceded by its own.
+            this.appendedInit = null;
             this.generation = 0;
             // Where the stream's time 0 lies on the media timeline (packagers may start at 1.4 s, say).
             this.origin = null;
@@ -787,23 +812,18 @@ extension WebPlayerAssets {
           async switchTo(playlist, seconds, dropAhead) {
             this.generation += 1;
             this.playlist = playlist;
-            this.needsInit = true;
+            this.appendedInit = null;
             if (dropAhead) await this.remove(this.video.currentTime + 0.25, Infinity);
             this.next = this.segmentAt(Math.max(0, seconds));
           }
 
-          /** Appends segments while less than 30 s is buffered ahead, until stopped; calls `onFirstSegment` once. */
-          async run(onFirstSegment) {
+          /**
+           * Appends segments while less than 30 s is buffered ahead, until stopped; calls `onFirstSegment`
+           * once. `streamTime` gives the playhead in stream time (from 0).
+           */
+          async run(onFirstSegment, streamTime) {
             while (!this.stopped) {
               const generation = this.generation;
-              if (this.needsInit) {
-                const { bytes } = await fetchBytes(this.playlist.map);
-                if (generation !== this.generation) continue;
-                this.initKID = initKeyID(bytes);
-                await this.append(bytes);
-                this.needsInit = false;
-                continue;
-              }
               const now = this.video.currentTime;
               if (this.done || (this.origin !== null && this.aheadOf(now) >= bufferAhead)) {
                 if (this.origin !== null && now - keepBehind > 0) await this.remove(0, now - keepBehind);
@@ -811,8 +831,22 @@ extension WebPlayerAssets {
                 continue;
               }
               const segment = this.playlist.segments[this.next];
+              if (segment.map !== this.appendedInit) {
+                const { bytes } = await fetchBytes(segment.map);
+                if (generation !== this.generation) continue;
+                this.initKID = initKeyID(bytes);
+                await this.append(bytes);
+                this.appendedInit = segment.map;
+                continue;
+              }
               const kid = segment.key.kid || this.initKID;
-              if (this.keys && segment.key.method !== 'NONE' && kid) await this.keys.request(kid);
+              if (this.keys && segment.key.method !== 'NONE' && kid) {
+                if (!this.keys.has(kid) && this.origin !== null && segment.start - streamTime() > keyLead) {
+                  await sleep(250);
+                  continue;
+                }
+                await this.keys.request(kid);
+              }
               const { bytes, seconds } = await fetchBytes(segment.url);
               if (generation !== this.generation) continue;
               this.onThroughput((bytes.byteLength * 8) / seconds);

@@ -102,6 +102,47 @@ struct BrowserPlayerTests {
             (session, token) = try server.session("fmp4", token: admin)
         }
 
+        /// Two periods under two keys, as key rotation gives: the first segment of each track from the clip
+        /// packaged under one key, the second from the clip packaged under another, each period with its own
+        /// init segment (whose `tenc` names its key ID) and its own EXT-X-KEY.
+        init(rotatedWithPolicy denyKeysWhileCapturing: Bool) throws {
+            server = try GatewayServer(["--lease", "600"])
+            admin = try server.token("admin")
+            let root = server.importRoot + "/rotated"
+            let periods = [("a", Self.rotationKIDs[0], testKey), ("b", Self.rotationKIDs[1], Self.secondKey)]
+            for (name, kid, key) in periods {
+                let packaged = try guardPlay(
+                    [
+                        "package", fixture("clip.mp4"), "--out", root + "/" + name, "--key", key, "--iv", testIV,
+                        "--key-id", kid, "--container", "fmp4", "--quiet",
+                    ])
+                guard packaged.status == 0 else { throw RawClientError("package failed: \(packaged.stderr)") }
+            }
+            try FileManager.default.copyItem(atPath: root + "/a/master.m3u8", toPath: root + "/master.m3u8")
+            for track in ["video", "audio-1"] {
+                var playlist = "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-TARGETDURATION:6\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+                for (index, (name, kid, _)) in periods.enumerated() {
+                    playlist += "#EXT-X-MAP:URI=\"\(name)/\(track)_init.mp4\"\n"
+                    playlist += "#EXT-X-KEY:METHOD=SAMPLE-AES,URI=\"skd://\(kid)\"\n"
+                    playlist += "#EXTINF:\(index == 0 ? "6.000000" : "4.000000"),\n\(name)/\(track)_0000\(index).m4s\n"
+                }
+                try (playlist + "#EXT-X-ENDLIST\n").write(
+                    toFile: root + "/\(track).m3u8", atomically: true, encoding: .utf8)
+            }
+            let body = """
+                {"directory":"\(root)","denyKeysWhileCapturing":\(denyKeysWhileCapturing),"keys":[
+                {"kid":"\(Self.rotationKIDs[0])","key":"\(testKey)"},{"kid":"\(Self.rotationKIDs[1])","key":"\(Self.secondKey)"}]}
+                """
+            let imported = try server.call("PUT", "/v1/assets/rotated", token: admin, body: body)
+            guard imported.status == 201 || imported.status == 200 else {
+                throw RawClientError("import failed: \(imported.status) \(imported.text)")
+            }
+            (session, token) = try server.session("rotated", token: admin)
+        }
+
+        static let rotationKIDs = ["2a2b2c2d2e2f20212223242526272829", "3a3b3c3d3e3f30313233343536373839"]
+        static let secondKey = "f0e1d2c3b4a5968778695a4b3c2d1e0f"
+
         init(server: GatewayServer, admin: String, session: String, token: String) {
             self.server = server
             self.admin = admin
@@ -251,6 +292,66 @@ struct BrowserPlayerTests {
         #expect(page.waitFor("window.guardPlay && guardPlay.error", timeout: 60), "\(state(page))")
         #expect(try page.evaluate("guardPlay.message") as? String == "key refused: a screen capture is active")
         #expect(try page.number("video.getVideoPlaybackQuality().totalVideoFrames") == 0)
+    }
+
+    /// Both periods play while clear: the page asks for the second key as it nears the second period.
+    @Test func playsAcrossARotatedKey() throws {
+        let served = try Served(rotatedWithPolicy: true)
+        try served.report(capturing: false, seq: 1)
+        let browser = try Chromium()
+        let page = try browser.open(served.playerURL)
+        #expect(page.waitFor("window.guardPlay && guardPlay.time > 7.5", timeout: 60), "\(state(page))")
+        #expect(try page.evaluate("video.error === null && guardPlay.error === null") as? Bool == true)
+        let licenses = try page.number(
+            "performance.getEntriesByType('resource').filter((e) => e.name.includes('/v1/licenses/')).length")
+        #expect(licenses == 2, "one license request per key ID")
+    }
+
+    /// A capture that starts during the first period stops playback where the second begins: its key is
+    /// asked for only then, and refused under the policy; what was licensed plays out behind the mask.
+    @Test func aCaptureDuringARotatedAssetStopsAtTheNextPeriod() throws {
+        let served = try Served(rotatedWithPolicy: true)
+        try served.report(capturing: false, seq: 1)
+        let browser = try Chromium()
+        let page = try browser.open(served.playerURL)
+        #expect(page.waitFor("window.guardPlay && guardPlay.time > 0.5", timeout: 60), "\(state(page))")
+        try served.report(capturing: true, seq: 2)
+        #expect(
+            page.waitFor("guardPlay.message === 'key refused: a screen capture is active'", timeout: 30),
+            "\(state(page))")
+        #expect(try page.evaluate("guardPlay.capture.state") as? String == "capturing")
+        // It stalls at the end of the first period (6 s of stream time), never past it.
+        #expect(page.waitFor("guardPlay.time > 5.5 && video.readyState < 3", timeout: 30), "\(state(page))")
+        #expect(try page.number("guardPlay.time") < 6.1, "\(state(page))")
+        #expect(try page.evaluate("video.error === null") as? Bool == true)
+    }
+
+    @Test func operatorCommandsAndARevocationActOnThePage() throws {
+        let served = try Served()
+        try served.report(capturing: false, seq: 1)
+        let browser = try Chromium()
+        let page = try browser.open(served.playerURL)
+        #expect(page.waitFor("window.guardPlay && guardPlay.time > 0.5", timeout: 60), "\(state(page))")
+        func command(_ name: String) throws {
+            let response = try served.server.call(
+                "POST", "/v1/sessions/\(served.session)/commands", token: served.admin,
+                body: #"{"command":"\#(name)"}"#)
+            #expect(response.status == 202, "\(response.text)")
+        }
+        try command("pause")
+        #expect(page.waitFor("video.paused"), "\(state(page))")
+        let pausedAt = try page.number("guardPlay.time")
+        try command("resume")
+        #expect(page.waitFor("!video.paused && guardPlay.time > \(pausedAt + 0.5)"), "\(state(page))")
+        let revoked = try served.server.call("DELETE", "/v1/sessions/\(served.session)", token: served.admin)
+        #expect(revoked.status == 204)
+        #expect(
+            page.waitFor(
+                "guardPlay.message === 'session revoked' && video.paused && guardPlay.capture.state === 'revoked'"),
+            "\(state(page))")
+        let directory = try TemporaryDirectory()
+        let shot = try RGBPicture(png: try page.screenshot(of: "#stage"), in: directory, name: "revoked")
+        #expect(shot.share(of: Self.mask) == 1, "a revoked session's picture stays hidden")
     }
 
     @Test func aTransportStreamAssetSaysItNeedsAnHLSClient() throws {

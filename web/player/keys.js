@@ -15,9 +15,10 @@ const refusals = {
 
 /** An error the page shows in words. */
 export class PlayerError extends Error {
-  constructor(message, code) {
+  constructor(message, code, keyRefused = false) {
     super(message);
     this.code = code;
+    this.keyRefused = keyRefused;
   }
 }
 
@@ -59,6 +60,11 @@ export class LicenseClient {
     const keys = await access.createMediaKeys();
     await this.video.setMediaKeys(keys);
     this.mediaKeys = keys;
+  }
+
+  /** True once the key `kid` has been asked for (and not refused). */
+  has(kid) {
+    return this.sessions.has(kid);
   }
 
   /** Resolves once the key `kid` (32 hex digits) is in the CDM; rejects with the refusal in words. */
@@ -105,6 +111,6 @@ export class LicenseClient {
     } catch (ignored) {
       // Not a problem document: the status says enough.
     }
-    throw new PlayerError(refusals[code] || `key refused (${response.status} ${code})`, code);
+    throw new PlayerError(refusals[code] || `key refused (${response.status} ${code})`, code, true);
   }
 }

@@ -114,6 +114,15 @@ class Player {
 
   fail(error, overriding = false) {
     if (this.status === 'failed' && !overriding) return;
+    if (error.keyRefused && this.status === 'playing') {
+      // A later period's key was refused: what is buffered under the keys already held plays out
+      // (behind the mask while capturing), and playback stops where the refused period begins.
+      this.status = 'key-refused';
+      this.error = error;
+      for (const track of this.tracks) track.stopped = true;
+      this.controls.say(error.message);
+      return;
+    }
     this.status = 'failed';
     this.error = error;
     for (const track of this.tracks) track.stopped = true;
@@ -164,7 +173,7 @@ class Player {
       this.status = 'playing';
       if (root.dataset.autoplay !== 'false') this.play();
     };
-    const runs = this.tracks.map((track) => track.run(ready));
+    const runs = this.tracks.map((track) => track.run(ready, () => this.time));
     // The end of the stream is declared once every track has appended its last segment (and again
     // after a seek back has reopened the source).
     setInterval(() => {

@@ -61,9 +61,9 @@ export function keyIDFromURI(uri) {
 }
 
 /**
- * A media playlist at `base`: its init segment (EXT-X-MAP), its segments with start times from 0,
- * and each segment's key (method and key ID) as the EXT-X-KEY before it says, so a rotated key is
- * asked for when its first segment is reached.
+ * A media playlist at `base`: its segments with start times from 0, each with the init segment
+ * (EXT-X-MAP) and the key (method and key ID) the tags before it name, so that a period with a new
+ * key (and a new init segment) is recognised when its first segment is reached.
  */
 export function parseMedia(text, base) {
   const all = lines(text);
@@ -82,12 +82,18 @@ export function parseMedia(text, base) {
     } else if (line.startsWith('#EXTINF:')) {
       duration = parseFloat(tagValue(line));
     } else if (!line.startsWith('#') && duration !== null) {
-      segments.push({ url: new URL(line, base).href, start, duration, key });
+      segments.push({ url: new URL(line, base).href, start, duration, key, map });
       start += duration;
       duration = null;
     }
   }
-  return { map, segments, duration: start, method: segments.length ? segments[0].key.method : key.method };
+  return {
+    url: base.toString(),
+    map: segments.length ? segments[0].map : map,
+    segments,
+    duration: start,
+    method: segments.length ? segments[0].key.method : key.method,
+  };
 }
 
 /** The EME encryption scheme of an HLS key method: `cbcs`, `cenc`, or null for a clear stream. */

@@ -5,6 +5,9 @@ import { initKeyID } from './playlists.js';
 
 const bufferAhead = 30;
 const keepBehind = 30;
+// A segment under a key not yet in the CDM waits until the playhead is this close to it: a period's
+// key is asked for as playback reaches the period, so a capture that began meanwhile stops it there.
+const keyLead = 3;
 
 function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -32,7 +35,8 @@ export class Track {
     this.keys = keys;
     this.onThroughput = onThroughput;
     this.next = 0;
-    this.needsInit = true;
+    // The init segment last appended; a segment naming another is preceded by its own.
+    this.appendedInit = null;
     this.generation = 0;
     // Where the stream's time 0 lies on the media timeline (packagers may start at 1.4 s, say).
     this.origin = null;
@@ -96,23 +100,18 @@ export class Track {
   async switchTo(playlist, seconds, dropAhead) {
     this.generation += 1;
     this.playlist = playlist;
-    this.needsInit = true;
+    this.appendedInit = null;
     if (dropAhead) await this.remove(this.video.currentTime + 0.25, Infinity);
     this.next = this.segmentAt(Math.max(0, seconds));
   }
 
-  /** Appends segments while less than 30 s is buffered ahead, until stopped; calls `onFirstSegment` once. */
-  async run(onFirstSegment) {
+  /**
+   * Appends segments while less than 30 s is buffered ahead, until stopped; calls `onFirstSegment`
+   * once. `streamTime` gives the playhead in stream time (from 0).
+   */
+  async run(onFirstSegment, streamTime) {
     while (!this.stopped) {
       const generation = this.generation;
-      if (this.needsInit) {
-        const { bytes } = await fetchBytes(this.playlist.map);
-        if (generation !== this.generation) continue;
-        this.initKID = initKeyID(bytes);
-        await this.append(bytes);
-        this.needsInit = false;
-        continue;
-      }
       const now = this.video.currentTime;
       if (this.done || (this.origin !== null && this.aheadOf(now) >= bufferAhead)) {
         if (this.origin !== null && now - keepBehind > 0) await this.remove(0, now - keepBehind);
@@ -120,8 +119,22 @@ export class Track {
         continue;
       }
       const segment = this.playlist.segments[this.next];
+      if (segment.map !== this.appendedInit) {
+        const { bytes } = await fetchBytes(segment.map);
+        if (generation !== this.generation) continue;
+        this.initKID = initKeyID(bytes);
+        await this.append(bytes);
+        this.appendedInit = segment.map;
+        continue;
+      }
       const kid = segment.key.kid || this.initKID;
-      if (this.keys && segment.key.method !== 'NONE' && kid) await this.keys.request(kid);
+      if (this.keys && segment.key.method !== 'NONE' && kid) {
+        if (!this.keys.has(kid) && this.origin !== null && segment.start - streamTime() > keyLead) {
+          await sleep(250);
+          continue;
+        }
+        await this.keys.request(kid);
+      }
       const { bytes, seconds } = await fetchBytes(segment.url);
       if (generation !== this.generation) continue;
       this.onThroughput((bytes.byteLength * 8) / seconds);
