@@ -183,6 +183,13 @@ struct BrowserPlayerTests {
         return best
     }
 
+    /// Writes a screenshot of the whole player into GUARDPLAY_SCREENSHOTS when it is set
+    /// (scripts/web-player-screenshots.sh makes the README's pictures so, from this real run).
+    func keepScreenshot(of page: BrowserPage, as name: String) throws {
+        guard let directory = ProcessInfo.processInfo.environment["GUARDPLAY_SCREENSHOTS"] else { return }
+        try Data(try page.screenshot(of: "main")).write(to: URL(fileURLWithPath: directory + "/" + name))
+    }
+
     @Test(arguments: ["sample-aes", "cenc"])
     func playsTheEncryptedAssetAndShowsTheSourcesFrames(_ encryption: String) throws {
         let served = try Served(encryption: encryption)
@@ -246,6 +253,7 @@ struct BrowserPlayerTests {
         #expect(page.waitFor("window.guardPlay && guardPlay.time > 1 && guardPlay.peak > 0.01", timeout: 60))
         let before = try RGBPicture(png: try page.screenshot(of: "#stage"), in: directory, name: "before")
         #expect(before.share(of: Self.mask) < 0.05, "masked while clear")
+        try keepScreenshot(of: page, as: "web-player-playing.png")
 
         let started = Date()
         try served.report(capturing: true, seq: 2)
@@ -262,6 +270,7 @@ struct BrowserPlayerTests {
         #expect(page.waitFor("guardPlay.gain === 0 && guardPlay.peak === 0", timeout: 5), "\(state(page))")
         #expect(try page.evaluate("guardPlay.capture.state") as? String == "capturing")
         #expect(try page.evaluate("video.paused") as? Bool == false, "protection never pauses")
+        try keepScreenshot(of: page, as: "web-player-masked.png")
 
         try served.report(capturing: false, seq: 3)
         #expect(page.waitFor("guardPlay.capture.state === 'clear' && guardPlay.peak > 0.01", timeout: 10))
