@@ -183,6 +183,12 @@ struct BrowserPlayerTests {
         return best
     }
 
+    /// A fresh Chromium on the session's player page, after the session's first report (`clear` unless `capturing`).
+    func openPlayer(_ served: Served, capturing: Bool = false) throws -> BrowserPage {
+        try served.report(capturing: capturing, seq: 1)
+        return try Chromium().open(served.playerURL)
+    }
+
     /// Writes a screenshot of the whole player into GUARDPLAY_SCREENSHOTS when it is set
     /// (scripts/web-player-screenshots.sh makes the README's pictures so, from this real run).
     func keepScreenshot(of page: BrowserPage, as name: String) throws {
@@ -193,9 +199,7 @@ struct BrowserPlayerTests {
     @Test(arguments: ["sample-aes", "cenc"])
     func playsTheEncryptedAssetAndShowsTheSourcesFrames(_ encryption: String) throws {
         let served = try Served(encryption: encryption)
-        try served.report(capturing: false, seq: 1)
-        let browser = try Chromium()
-        let page = try browser.open(served.playerURL)
+        let page = try openPlayer(served)
         let directory = try TemporaryDirectory()
         #expect(
             page.waitFor("window.guardPlay && guardPlay.time > 5", timeout: 60),
@@ -246,9 +250,7 @@ struct BrowserPlayerTests {
 
     @Test func aCaptureMasksThePictureAndMutesUntilItClears() throws {
         let served = try Served()
-        try served.report(capturing: false, seq: 1)
-        let browser = try Chromium()
-        let page = try browser.open(served.playerURL)
+        let page = try openPlayer(served)
         let directory = try TemporaryDirectory()
         #expect(page.waitFor("window.guardPlay && guardPlay.time > 1 && guardPlay.peak > 0.01", timeout: 60))
         let before = try RGBPicture(png: try page.screenshot(of: "#stage"), in: directory, name: "before")
@@ -280,9 +282,7 @@ struct BrowserPlayerTests {
 
     @Test func losingTheEventStreamMasksAtOnce() throws {
         let served = try Served()
-        try served.report(capturing: false, seq: 1)
-        let browser = try Chromium()
-        let page = try browser.open(served.playerURL)
+        let page = try openPlayer(served)
         let directory = try TemporaryDirectory()
         #expect(page.waitFor("window.guardPlay && guardPlay.time > 1 && guardPlay.capture.state === 'clear'"))
         served.server.kill9()
@@ -295,9 +295,7 @@ struct BrowserPlayerTests {
 
     @Test func aRefusedLicenseSaysWhy() throws {
         let served = try Served(denyKeysWhileCapturing: true)
-        try served.report(capturing: true, seq: 1)
-        let browser = try Chromium()
-        let page = try browser.open(served.playerURL)
+        let page = try openPlayer(served, capturing: true)
         #expect(page.waitFor("window.guardPlay && guardPlay.error", timeout: 60), "\(state(page))")
         #expect(try page.evaluate("guardPlay.message") as? String == "key refused: a screen capture is active")
         #expect(try page.number("video.getVideoPlaybackQuality().totalVideoFrames") == 0)
@@ -306,9 +304,7 @@ struct BrowserPlayerTests {
     /// Both periods play while clear: the page asks for the second key as it nears the second period.
     @Test func playsAcrossARotatedKey() throws {
         let served = try Served(rotatedWithPolicy: true)
-        try served.report(capturing: false, seq: 1)
-        let browser = try Chromium()
-        let page = try browser.open(served.playerURL)
+        let page = try openPlayer(served)
         #expect(page.waitFor("window.guardPlay && guardPlay.time > 7.5", timeout: 60), "\(state(page))")
         #expect(try page.evaluate("video.error === null && guardPlay.error === null") as? Bool == true)
         let licenses = try page.number(
@@ -320,9 +316,7 @@ struct BrowserPlayerTests {
     /// asked for only then, and refused under the policy; what was licensed plays out behind the mask.
     @Test func aCaptureDuringARotatedAssetStopsAtTheNextPeriod() throws {
         let served = try Served(rotatedWithPolicy: true)
-        try served.report(capturing: false, seq: 1)
-        let browser = try Chromium()
-        let page = try browser.open(served.playerURL)
+        let page = try openPlayer(served)
         #expect(page.waitFor("window.guardPlay && guardPlay.time > 0.5", timeout: 60), "\(state(page))")
         try served.report(capturing: true, seq: 2)
         #expect(
@@ -337,9 +331,7 @@ struct BrowserPlayerTests {
 
     @Test func operatorCommandsAndARevocationActOnThePage() throws {
         let served = try Served()
-        try served.report(capturing: false, seq: 1)
-        let browser = try Chromium()
-        let page = try browser.open(served.playerURL)
+        let page = try openPlayer(served)
         #expect(page.waitFor("window.guardPlay && guardPlay.time > 0.5", timeout: 60), "\(state(page))")
         func command(_ name: String) throws {
             let response = try served.server.call(
@@ -376,9 +368,7 @@ struct BrowserPlayerTests {
 
     @Test func switchesTheAudioLanguageAndSeeks() throws {
         let served = try Served(encryption: "cenc", source: "dual-audio.mp4")
-        try served.report(capturing: false, seq: 1)
-        let browser = try Chromium()
-        let page = try browser.open(served.playerURL)
+        let page = try openPlayer(served)
         #expect(page.waitFor("window.guardPlay && guardPlay.time > 0.5", timeout: 60), "\(state(page))")
         #expect(try page.evaluate("document.getElementById('audio').options.length") as? Double == 2)
         try page.evaluate(
