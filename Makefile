@@ -9,7 +9,7 @@ RELEASE    := .build/release/guard-play
 VENV       := .build/venv
 SCHEMATHESIS_VERSION := 4.32.5
 
-.PHONY: setup build release run test lint format fixtures catalogue dist bench-package openapi clean fuzz fuzz-build fuzz-merge
+.PHONY: setup build release run test lint format fixtures catalogue dist bench-package openapi clean fuzz fuzz-build fuzz-merge web-player
 
 setup:
 	@scripts/setup.sh
@@ -52,6 +52,10 @@ $(VENV)/.schemathesis-$(SCHEMATHESIS_VERSION):
 # Embeds docs/openapi.yaml and docs/openapi-player.yaml in the binary after they change (a test fails while they differ).
 openapi:
 	scripts/embed-openapi.sh
+
+# Embeds the web player's files (web/player) in the binary after they change (WebPlayerTests fails while they differ).
+web-player:
+	scripts/embed-web-player.sh
 
 # The CI packaging pipeline: every fixture in media/ packaged as SAMPLE-AES HLS and verified against
 # its source by `guard-play catalogue` (docs/CI.md shows media teams how to run it on theirs).

@@ -31,6 +31,8 @@ packages=(
     # make dist and its tests: readelf and strip, man-db to render the man page, zsh to load its
     # completion, debootstrap for the bare Debian root the .deb is installed into
     binutils man-db zsh debootstrap
+    # The web player's browser tests: Chromium headless, with its Clear Key CDM, driven over DevTools
+    chromium
 )
 
 missing=()

@@ -8,7 +8,7 @@ public enum GatewayAPI {
         OpsRoutes.routes(state: state, metrics: gateway.metrics, unready: { gateway.unreadyReason })
             + SessionRoutes.routes(gateway: gateway, publicURL: publicURL)
             + MediaRoutes.routes(gateway: gateway) + AssetRoutes.routes(gateway: gateway)
-            + JobRoutes.routes(gateway: gateway)
+            + JobRoutes.routes(gateway: gateway) + WebPlayerRoutes.routes(gateway: gateway)
     }
 
     /// The router of `guard-play serve`: the gateway's routes, API tokens from its store, and session

@@ -31,7 +31,36 @@ enum MediaRoutes {
                     throw refusal
                 }
             },
+            Route("POST", "/v1/licenses/clearkey", access: .open) { context in
+                try clearKeyLicense(gateway: gateway, context: context)
+            },
         ]
+    }
+
+    /// A W3C Clear Key license: the JSON Web Key set of the asked key IDs, each checked as `/v1/keys/{kid}`
+    /// checks it, or the problem of the first refused.
+    static func clearKeyLicense(gateway: Gateway, context: RequestContext) throws -> HTTPResponse {
+        guard context.request.body.count <= ClearKeyLicenseBody.maxBytes else {
+            throw APIProblem(
+                413, "license-request-too-large", "License request too large",
+                "A license request is at most \(ClearKeyLicenseBody.maxBytes) bytes.")
+        }
+        let body = try ClearKeyLicenseBody(context.jsonObject())
+        let token = context.query["token"] ?? Router.bearer(context.request.headers)
+        switch gateway.deliverLicense(kids: body.kids, token: token, remote: context.request.remoteAddress) {
+        case .success(let keys):
+            let jwks = keys.map { entry in
+                JSON.object([
+                    ("kty", .string("oct")), ("kid", .string(ClearKeyID.base64URL(hexKID: entry.kid) ?? "")),
+                    ("k", .string(ClearKeyID.base64URL(entry.key))),
+                ])
+            }
+            return JSON.object([("keys", .array(jwks)), ("type", .string(body.type))]).response()
+        case .failure(.rateLimited):
+            return AccessRefusal.rateLimited.problem(retryAfter: gateway.refusalRetryAfter).response()
+        case .failure(let refusal):
+            throw refusal
+        }
     }
 
     static func media(gateway: Gateway, asset: String, name: String, context: RequestContext) throws -> HTTPResponse {

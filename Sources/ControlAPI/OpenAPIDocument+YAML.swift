@@ -281,6 +281,64 @@ extension OpenAPIDocument {
                   $ref: "#/components/responses/RetryLater"
                 default:
                   $ref: "#/components/responses/Problem"
+          /v1/sessions/{id}/player:
+            parameters:
+              - $ref: "#/components/parameters/ID"
+            get:
+              tags: [sessions]
+              operationId: getWebPlayer
+              summary: "The gateway's web player for the session: an HTML page (MSE and Clear Key EME for fMP4 assets, masked and muted while the capture state is capturing or unknown); never cached."
+              description: "Needs the session's own token in ?token= (the page reads it from its address). The page sends a strict Content-Security-Policy (its own scripts and styles only, media from the gateway and blob:, requests to the gateway only), Referrer-Policy no-referrer, X-Content-Type-Options nosniff and X-Frame-Options DENY. 401 for a missing or bad token; 403 session-unknown for a token of another session, session-revoked once revoked."
+              security:
+                - sessionToken: []
+              parameters:
+                - $ref: "#/components/parameters/Token"
+              responses:
+                "200":
+                  description: The page.
+                  headers:
+                    Content-Security-Policy:
+                      required: true
+                      schema:
+                        type: string
+                  content:
+                    text/html:
+                      schema:
+                        type: string
+                "400":
+                  $ref: "#/components/responses/Problem"
+                "401":
+                  $ref: "#/components/responses/Problem"
+                "403":
+                  $ref: "#/components/responses/Problem"
+                "429":
+                  $ref: "#/components/responses/RetryLater"
+                default:
+                  $ref: "#/components/responses/Problem"
+          /v1/web-player/{name}:
+            get:
+              tags: [sessions]
+              operationId: getWebPlayerFile
+              summary: "A file of the web player (its stylesheet and JavaScript modules), embedded in the binary."
+              security: []
+              parameters:
+                - $ref: "#/components/parameters/FileName"
+              responses:
+                "200":
+                  description: The file.
+                  content:
+                    text/javascript:
+                      schema:
+                        type: string
+                    text/css:
+                      schema:
+                        type: string
+                "400":
+                  $ref: "#/components/responses/Problem"
+                "404":
+                  $ref: "#/components/responses/Problem"
+                default:
+                  $ref: "#/components/responses/Problem"
           /v1/keys/{kid}:
             get:
               tags: [media]
@@ -317,6 +375,50 @@ extension OpenAPIDocument {
                 "403":
                   $ref: "#/components/responses/Problem"
                 "404":
+                  $ref: "#/components/responses/Problem"
+                "429":
+                  $ref: "#/components/responses/RetryLater"
+                default:
+                  $ref: "#/components/responses/Problem"
+          /v1/licenses/clearkey:
+            post:
+              tags: [media]
+              operationId: getClearKeyLicense
+              summary: "A W3C Clear Key license (EME section 9.1): the keys of the asked key IDs as a JSON Web Key set; never cached."
+              description: "The same checks, capture policy, audit (action license) and rate limit as GET /v1/keys/{kid}, per key ID; all of them are granted or the first refused one's problem is the answer, so no key of another asset is ever returned. Key IDs and keys are base64url without padding; at most 16 key IDs; the body is at most 4096 bytes (413 license-request-too-large). A malformed body is a 400 invalid-license-request (or invalid-json)."
+              security: []
+              parameters:
+                - $ref: "#/components/parameters/Token"
+              requestBody:
+                required: true
+                content:
+                  application/json:
+                    schema:
+                      $ref: "#/components/schemas/ClearKeyLicenseRequest"
+              responses:
+                "200":
+                  description: The license.
+                  headers:
+                    Cache-Control:
+                      required: true
+                      schema:
+                        type: string
+                        const: no-store
+                  content:
+                    application/json:
+                      schema:
+                        $ref: "#/components/schemas/ClearKeyLicense"
+                "400":
+                  $ref: "#/components/responses/Problem"
+                "401":
+                  $ref: "#/components/responses/Problem"
+                "403":
+                  $ref: "#/components/responses/Problem"
+                "404":
+                  $ref: "#/components/responses/Problem"
+                "413":
+                  $ref: "#/components/responses/Problem"
+                "415":
                   $ref: "#/components/responses/Problem"
                 "429":
                   $ref: "#/components/responses/RetryLater"
@@ -739,6 +841,42 @@ extension OpenAPIDocument {
                   schema:
                     type: string
           schemas:
+            ClearKeyLicenseRequest:
+              type: object
+              required: [kids]
+              additionalProperties: false
+              properties:
+                kids:
+                  type: array
+                  minItems: 1
+                  maxItems: 16
+                  items:
+                    type: string
+                    description: A 16-byte key ID in base64url without padding.
+                    pattern: "^[A-Za-z0-9_-]{21}[AQgw]$"
+                type:
+                  type: string
+                  enum: [temporary]
+            ClearKeyLicense:
+              type: object
+              required: [keys, type]
+              properties:
+                keys:
+                  type: array
+                  items:
+                    type: object
+                    required: [kty, kid, k]
+                    properties:
+                      kty:
+                        type: string
+                        const: oct
+                      kid:
+                        type: string
+                      k:
+                        type: string
+                type:
+                  type: string
+                  enum: [temporary]
             Problem:
               type: object
               required: [type, title, status, detail]
@@ -800,6 +938,12 @@ extension OpenAPIDocument {
                 playbackUrl:
                   type: string
                   description: The playback path on the configured public URL, or on the request's Host.
+                playerPath:
+                  type: string
+                  description: "The web player's page for this session: /v1/sessions/{id}/player?token=…"
+                playerUrl:
+                  type: string
+                  description: The player path on the configured public URL, or on the request's Host.
             CaptureState:
               type: object
               required: [state, reason, since]

@@ -148,3 +148,41 @@ package struct PlayerCaptureReportBody: Equatable {
         observedAt = try body.requiredTimestamp("observedAt")
     }
 }
+
+/// `POST /v1/licenses/clearkey`: a W3C Clear Key license request (Encrypted Media Extensions §9.1.3),
+/// `{"kids":["<base64url>"],"type":"temporary"}`. Every fault in it is a 400: a browser's CDM wrote it,
+/// so a bad one is malformed rather than a field a person chose.
+package struct ClearKeyLicenseBody: Equatable {
+    package static let fields: Set<String> = ["kids", "type"]
+    /// The largest body read, in bytes.
+    package static let maxBytes = 4096
+    /// The key IDs as 32 hex digits, in the order asked.
+    package let kids: [String]
+    /// The session type, which is always `temporary`: no persistent licenses are issued.
+    package let type: String
+
+    /// Reads the body.
+    package init(_ body: JSONObject) throws {
+        do {
+            let body = try body.allowing(Self.fields)
+            let items = try body.array("kids", maxCount: Gateway.maxLicenseKIDs) ?? []
+            guard !items.isEmpty else { throw Self.malformed("'kids' must name at least one key ID.") }
+            kids = try items.map { item in
+                guard let text = item.string, let kid = ClearKeyID.hexKID(base64URL: text) else {
+                    throw Self.malformed("Each of 'kids' must be a 16-byte key ID in base64url without padding.")
+                }
+                return kid
+            }
+            type = try body.string("type", maxLength: 32) ?? "temporary"
+            guard type == "temporary" else {
+                throw Self.malformed("'type' must be \"temporary\": this gateway issues no persistent licenses.")
+            }
+        } catch let problem as APIProblem where problem.problem.status == 422 {
+            throw Self.malformed(problem.problem.detail)
+        }
+    }
+
+    private static func malformed(_ detail: String) -> APIProblem {
+        APIProblem.badRequest("invalid-license-request", detail)
+    }
+}

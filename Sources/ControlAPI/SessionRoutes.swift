@@ -15,12 +15,14 @@ enum SessionRoutes {
                     asset: asset, ttl: body.ttlSeconds.map(TimeInterval.init), remote: context.request.remoteAddress)
                 let master = gateway.asset(asset)?.master ?? "master.m3u8"
                 let path = "/v1/hls/\(asset)/\(master)?token=\(token)"
+                let playerPath = "/v1/sessions/\(session.id)/player?token=\(token)"
                 let base = publicURL ?? hostURL(context.request.headers["Host"])
                 let json = JSON.object([
                     "id": .string(session.id), "asset": .string(asset),
                     "createdAt": Representation.date(session.createdAt),
                     "expiresAt": Representation.date(session.expiresAt), "token": .string(token),
                     "playbackPath": .string(path), "playbackUrl": base.map { .string($0 + path) },
+                    "playerPath": .string(playerPath), "playerUrl": base.map { .string($0 + playerPath) },
                 ])
                 return json.response(status: 201, headers: HTTPHeaders([("Location", "/v1/sessions/\(session.id)")]))
             },

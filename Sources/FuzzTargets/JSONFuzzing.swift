@@ -27,6 +27,7 @@ enum JSONFuzzing {
             ("policy", { _ = try AssetPolicyBody($0) }),
             ("player/seek", { _ = try PlayerSeekBody($0) }),
             ("player/capture-state", { _ = try PlayerCaptureReportBody($0) }),
+            ("licenses/clearkey", { _ = try ClearKeyLicenseBody($0) }),
         ]
         for (name, read) in readers {
             do { try read(body) } catch let problem as APIProblem {

@@ -65,6 +65,7 @@ public final class Gateway: Sendable {
 
     let catalog = AssetCatalog()
     let keyRequests: Metrics.Family
+    let licenseRequests: Metrics.Family
     let audit: AuditLog
     let refusals: RefusalLimiter
     let signer: SessionTokenSigner
@@ -89,6 +90,9 @@ public final class Gateway: Sendable {
         signer = SessionTokenSigner(key: kek.derivedKey(for: "guardplay/session-token/v1"))
         keyRequests = metrics.family(
             "guardplay_key_requests_total", .counter, help: "Key requests by outcome (granted or the refusal reason).")
+        licenseRequests = metrics.family(
+            "guardplay_license_requests_total", .counter,
+            help: "Clear Key license requests by outcome (granted or the refusal reason).")
         audit = AuditLog(
             writer: auditWriter ?? store, capacity: configuration.auditCapacity,
             countCapacity: configuration.auditCountCapacity, retention: configuration.auditRetention,
@@ -278,6 +282,18 @@ public final class Gateway: Sendable {
         return true
     }
 
+    /// The claims of `token` when it is a valid token of the live, unrevoked session `id` (the web
+    /// player's page opens with it), or why not: a token of another session is `sessionUnknown`.
+    public func sessionClaims(_ token: String?, session id: String) -> Result<SessionClaims, AccessRefusal> {
+        switch signer.verify(token, now: clock.now()) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let claims):
+            guard claims.sessionID == id, let session = sessions.session(id) else { return .failure(.sessionUnknown) }
+            guard session.record.revokedAt == nil else { return .failure(.sessionRevoked) }
+            return .success(claims)
+        }
+    }
+
     // MARK: Keys and playlists
 
     /// The key `kid` for the holder of `token`, or the reason it is refused. Grants and refusals of a
@@ -285,56 +301,107 @@ public final class Gateway: Sendable {
     /// reason and address. Refusals are rate-limited per address (`rateLimited`); grants never are.
     public func deliverKey(kid: String, token: String?, remote: String) -> Result<[UInt8], AccessRefusal> {
         let now = clock.now()
-        var sessionID: String?
-        var assetID: String?
-        let decision: Result<[UInt8], AccessRefusal> = {
-            let claims: SessionClaims
-            switch signer.verify(token, now: now) {
-            case .failure(let refusal): return .failure(refusal)
-            case .success(let verified): claims = verified
-            }
-            sessionID = claims.sessionID
-            guard let (key, denyWhileCapturing) = servedKey(kid) else { return .failure(.keyUnknown) }
-            assetID = key.assetID
-            guard key.assetID == claims.assetID else { return .failure(.wrongAsset) }
-            guard let session = sessions.session(claims.sessionID) else { return .failure(.sessionUnknown) }
-            guard session.record.revokedAt == nil else { return .failure(.sessionRevoked) }
-            if denyWhileCapturing {
-                switch session.capture.state {
-                case .capturing: return .failure(.captureActive)
-                case .unknown: return .failure(.captureUnknown)
-                case .clear: break
-                }
-            }
-            return .success(key.key)
-        }()
+        let claims: SessionClaims
+        switch signer.verify(token, now: now) {
+        case .failure(let refusal):
+            return .failure(
+                refuse(refusal, action: "key", kid: kid, claims: nil, assetID: nil, remote: remote, at: now))
+        case .success(let verified): claims = verified
+        }
+        let (decision, assetID) = keyDecision(kid: kid, claims: claims)
         switch decision {
-        case .success:
+        case .success(let key):
+            grant(action: "key", kid: kid, claims: claims, remote: remote, at: now)
+            keyRequests.increment(labelText: "outcome=\"granted\"")
+            return .success(key)
+        case .failure(let refusal):
+            return .failure(
+                refuse(refusal, action: "key", kid: kid, claims: claims, assetID: assetID, remote: remote, at: now))
+        }
+    }
+
+    /// The keys `kids` (32 hex digits each, at most `maxLicenseKIDs`) for a Clear Key license to the
+    /// holder of `token`: all of them or, at the first that is refused, that refusal, with the same checks,
+    /// audit records (action `license`), rate limit and policy as `deliverKey`. Only keys of the session's
+    /// asset are ever returned.
+    public func deliverLicense(kids: [String], token: String?, remote: String) -> Result<
+        [(kid: String, key: [UInt8])], AccessRefusal
+    > {
+        let now = clock.now()
+        let claims: SessionClaims
+        switch signer.verify(token, now: now) {
+        case .failure(let refusal):
+            return .failure(
+                refuse(refusal, action: "license", kid: kids.first, claims: nil, assetID: nil, remote: remote, at: now))
+        case .success(let verified): claims = verified
+        }
+        var keys: [(kid: String, key: [UInt8])] = []
+        for kid in kids.prefix(Self.maxLicenseKIDs) where !keys.contains(where: { $0.kid == kid }) {
+            let (decision, assetID) = keyDecision(kid: kid, claims: claims)
+            switch decision {
+            case .success(let key): keys.append((kid, key))
+            case .failure(let refusal):
+                return .failure(
+                    refuse(
+                        refusal, action: "license", kid: kid, claims: claims, assetID: assetID, remote: remote, at: now)
+                )
+            }
+        }
+        for (kid, _) in keys { grant(action: "license", kid: kid, claims: claims, remote: remote, at: now) }
+        licenseRequests.increment(labelText: "outcome=\"granted\"")
+        return .success(keys)
+    }
+
+    /// The most key IDs one license request may name.
+    public static let maxLicenseKIDs = 16
+
+    /// Whether the holder of `claims` may have the key `kid` now, and the key's asset when it exists.
+    private func keyDecision(kid: String, claims: SessionClaims) -> (Result<[UInt8], AccessRefusal>, String?) {
+        guard let (key, denyWhileCapturing) = servedKey(kid) else { return (.failure(.keyUnknown), nil) }
+        guard key.assetID == claims.assetID else { return (.failure(.wrongAsset), key.assetID) }
+        guard let session = sessions.session(claims.sessionID) else { return (.failure(.sessionUnknown), key.assetID) }
+        guard session.record.revokedAt == nil else { return (.failure(.sessionRevoked), key.assetID) }
+        if denyWhileCapturing {
+            switch session.capture.state {
+            case .capturing: return (.failure(.captureActive), key.assetID)
+            case .unknown: return (.failure(.captureUnknown), key.assetID)
+            case .clear: break
+            }
+        }
+        return (.success(key.key), key.assetID)
+    }
+
+    private func grant(action: String, kid: String, claims: SessionClaims, remote: String, at now: Date) {
+        audit.record(
+            AuditRecord(
+                at: now, action: action, outcome: "granted", assetID: claims.assetID, kid: kid,
+                sessionID: claims.sessionID, remote: remote))
+    }
+
+    /// Audits or counts `refusal`, counts it in `requests`, and returns it, or `rateLimited` when this
+    /// address was refused too often.
+    private func refuse(
+        _ refusal: AccessRefusal, action: String, kid: String?, claims: SessionClaims?, assetID: String?,
+        remote: String, at now: Date
+    ) -> AccessRefusal {
+        let requests = action == "key" ? keyRequests : licenseRequests
+        let client = RefusalLimiter.client(remote)
+        // Outcomes are fixed codes, so the label text needs no escaping.
+        guard refusals.allow(client, now: now.timeIntervalSince1970) else {
+            audit.count(reason: AccessRefusal.rateLimited.rawValue, remote: client, at: now)
+            requests.increment(labelText: "outcome=\"\(AccessRefusal.rateLimited.rawValue)\"")
+            return .rateLimited
+        }
+        if refusal.carriesValidToken {
             audit.record(
                 AuditRecord(
-                    at: now, action: "key", outcome: "granted", assetID: assetID, kid: kid, sessionID: sessionID,
-                    remote: remote))
-            keyRequests.increment(labelText: "outcome=\"granted\"")
-            return decision
-        case .failure(let refusal):
-            let client = RefusalLimiter.client(remote)
-            // Outcomes are fixed codes, so the label text needs no escaping.
-            guard refusals.allow(client, now: now.timeIntervalSince1970) else {
-                audit.count(reason: AccessRefusal.rateLimited.rawValue, remote: client, at: now)
-                keyRequests.increment(labelText: "outcome=\"\(AccessRefusal.rateLimited.rawValue)\"")
-                return .failure(.rateLimited)
-            }
-            if refusal.carriesValidToken {
-                audit.record(
-                    AuditRecord(
-                        at: now, action: "key", outcome: "refused", reason: refusal.rawValue, assetID: assetID,
-                        kid: kid, sessionID: sessionID, remote: remote))
-            } else {
-                audit.count(reason: refusal.rawValue, remote: client, at: now)
-            }
-            keyRequests.increment(labelText: "outcome=\"\(refusal.rawValue)\"")
-            return decision
+                    at: now, action: action, outcome: "refused", reason: refusal.rawValue, assetID: assetID, kid: kid,
+                    sessionID: claims?.sessionID, remote: remote))
+        } else {
+            audit.count(reason: refusal.rawValue, remote: client, at: now)
         }
+        requests.increment(labelText: "outcome=\"\(refusal.rawValue)\"")
+        return refusal
     }
 
     /// The playlist `name` of `asset`, rewritten for the holder of `token`; nil when there is no such

@@ -56,4 +56,35 @@ enum Base64URL {
         }
         return String(decoding: out, as: UTF8.self)
     }
+
+    /// The bytes `text` encodes, or nil unless it is strict base64url without padding: only the
+    /// alphabet, no length of 4n + 1, and zero bits past the last byte.
+    static func decode(_ text: String) -> [UInt8]? {
+        let characters = Array(text.utf8)
+        guard characters.count % 4 != 1, characters.count <= 1024 else { return nil }
+        var values: [UInt32] = []
+        values.reserveCapacity(characters.count)
+        for character in characters {
+            guard let value = alphabet.firstIndex(of: character) else { return nil }
+            values.append(UInt32(value))
+        }
+        var out: [UInt8] = []
+        var index = 0
+        while index + 4 <= values.count {
+            let group = values[index] << 18 | values[index + 1] << 12 | values[index + 2] << 6 | values[index + 3]
+            out += [UInt8(group >> 16), UInt8(group >> 8 & 0xFF), UInt8(group & 0xFF)]
+            index += 4
+        }
+        switch values.count - index {
+        case 2:
+            guard values[index + 1] & 0x0F == 0 else { return nil }
+            out.append(UInt8(values[index] << 2 | values[index + 1] >> 4))
+        case 3:
+            guard values[index + 2] & 0x03 == 0 else { return nil }
+            let group = values[index] << 10 | values[index + 1] << 4 | values[index + 2] >> 2
+            out += [UInt8(group >> 8), UInt8(group & 0xFF)]
+        default: break
+        }
+        return out
+    }
 }
