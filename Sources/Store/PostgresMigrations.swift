@@ -100,6 +100,12 @@ enum PostgresMigrations {
         );
         CREATE INDEX session_events_by_time ON session_events(at);
         """,
+        // Which events streams were told of (and so carry an event ID that `Last-Event-ID` names), and
+        // the index a resumed stream reads its session's missed events by.
+        """
+        ALTER TABLE session_events ADD COLUMN announced boolean NOT NULL DEFAULT true;
+        CREATE INDEX session_events_by_session ON session_events(session_id, session_seq) WHERE announced;
+        """,
     ]
 
     /// An arbitrary constant naming GuardPlay's migration lock among the database's advisory locks.

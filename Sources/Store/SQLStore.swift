@@ -230,17 +230,19 @@ extension SQLStore {
         }
     }
 
-    /// Appends `event` numbered after the session's last one, then NOTIFY; nothing on SQLite.
-    public func appendSessionEvent(_ event: SessionEventRecord) throws(StoreError) {
-        guard dialect == .postgres else { return }
-        try with { database throws(StoreError) in
-            try database.transaction { () throws(StoreError) in
-                try database.query(
+    /// Appends `event` numbered after the session's last one, then NOTIFY, and returns its number in
+    /// the session; nothing on SQLite.
+    @discardableResult
+    public func appendSessionEvent(_ event: SessionEventRecord) throws(StoreError) -> Int64? {
+        guard dialect == .postgres else { return nil }
+        return try with { database throws(StoreError) in
+            try database.transaction { () throws(StoreError) -> Int64? in
+                let rows = try database.query(
                     """
                     WITH next AS (UPDATE sessions SET event_seq = event_seq + 1 WHERE id = ? RETURNING id, event_seq)
                     INSERT INTO session_events (session_id, session_seq, kind, state, reason, since, report_seq,
-                        observed_at, lease_expires_at, at, origin)
-                    SELECT id, event_seq, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM next
+                        observed_at, lease_expires_at, at, origin, announced)
+                    SELECT id, event_seq, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM next RETURNING session_seq
                     """,
                     [
                         .text(event.sessionID), .text(event.kind.rawValue), optionalText(event.state),
@@ -248,9 +250,11 @@ extension SQLStore {
                         event.reportSeq.map { .integer($0) } ?? .null,
                         optionalDate(event.observedAt), optionalDate(event.leaseExpiresAt),
                         .real(event.at.timeIntervalSince1970), .text(event.origin),
+                        .integer(event.announced ? 1 : 0),
                     ])
                 // Delivered at commit, never before the row is visible.
                 try database.query("SELECT pg_notify('\(Self.eventChannel)', '')")
+                return rows.first?.first?.integer
             }
         }
     }
@@ -260,19 +264,37 @@ extension SQLStore {
         guard dialect == .postgres else { return [] }
         return try with { database throws(StoreError) in
             try database.query(
-                """
-                SELECT seq, session_id, session_seq, kind, state, reason, since, report_seq, observed_at,
-                    lease_expires_at, at, origin FROM session_events WHERE seq > ? ORDER BY seq LIMIT ?
-                """, [.integer(seq), .integer(Int64(limit))]
-            ).map { row in
-                SessionEventRecord(
-                    seq: row[0].integer ?? 0, sessionID: row[1].text ?? "", sessionSeq: row[2].integer ?? 0,
-                    kind: SessionEventRecord.Kind(rawValue: row[3].text ?? "") ?? .capture, state: row[4].text,
-                    reason: row[5].text, since: nullableDate(row[6]), reportSeq: row[7].integer,
-                    observedAt: nullableDate(row[8]), leaseExpiresAt: nullableDate(row[9]), at: Self.date(row[10]),
-                    origin: row[11].text ?? "")
-            }
+                "\(Self.eventColumns) WHERE seq > ? ORDER BY seq LIMIT ?", [.integer(seq), .integer(Int64(limit))]
+            ).map(Self.sessionEvent(from:))
         }
+    }
+
+    /// Up to `limit` announced events of `session` after its event `sessionSeq`, oldest first; none
+    /// on SQLite.
+    public func sessionEvents(
+        session: String, after sessionSeq: Int64, limit: Int
+    ) throws(StoreError) -> [SessionEventRecord] {
+        guard dialect == .postgres else { return [] }
+        return try with { database throws(StoreError) in
+            try database.query(
+                "\(Self.eventColumns) WHERE session_id = ? AND session_seq > ? AND announced ORDER BY session_seq LIMIT ?",
+                [.text(session), .integer(sessionSeq), .integer(Int64(limit))]
+            ).map(Self.sessionEvent(from:))
+        }
+    }
+
+    static let eventColumns = """
+        SELECT seq, session_id, session_seq, kind, state, reason, since, report_seq, observed_at,
+            lease_expires_at, at, origin, announced FROM session_events
+        """
+
+    static func sessionEvent(from row: [SQLValue]) -> SessionEventRecord {
+        SessionEventRecord(
+            seq: row[0].integer ?? 0, sessionID: row[1].text ?? "", sessionSeq: row[2].integer ?? 0,
+            kind: SessionEventRecord.Kind(rawValue: row[3].text ?? "") ?? .capture, state: row[4].text,
+            reason: row[5].text, since: nullableDate(row[6]), reportSeq: row[7].integer,
+            observedAt: nullableDate(row[8]), leaseExpiresAt: nullableDate(row[9]), at: Self.date(row[10]),
+            origin: row[11].text ?? "", announced: row[12].integer != 0)
     }
 
     /// The newest event's `seq`, or 0.

@@ -50,10 +50,17 @@ public protocol Store: AuditWriting {
     func deleteSessions(expiredBefore date: Date) throws(StoreError) -> Int
 
     // Session events, for the nodes sharing a store (SQLite, which none share, keeps none).
-    /// Appends `event` with the session's next sequence number and tells listening nodes to look.
-    func appendSessionEvent(_ event: SessionEventRecord) throws(StoreError)
+    /// Appends `event` with the session's next sequence number and tells listening nodes to look;
+    /// returns that number (nil on SQLite, which keeps no events).
+    @discardableResult
+    func appendSessionEvent(_ event: SessionEventRecord) throws(StoreError) -> Int64?
     /// Up to `limit` events after `seq`, oldest first.
     func sessionEvents(after seq: Int64, limit: Int) throws(StoreError) -> [SessionEventRecord]
+    /// Up to `limit` announced events of `session` numbered after `sessionSeq` in that session,
+    /// oldest first: what an event stream resumed with `Last-Event-ID` missed.
+    func sessionEvents(
+        session: String, after sessionSeq: Int64, limit: Int
+    ) throws(StoreError) -> [SessionEventRecord]
     /// The newest event's `seq`, or 0.
     func latestSessionEventSeq() throws(StoreError) -> Int64
     /// Calls `onNotify` on a thread of its own whenever another node may have appended events, and

@@ -131,6 +131,58 @@ import Testing
         #expect(stream.next("revoked", timeout: 1) != nil, "\(stream.transcript)")
     }
 
+    @Test func aStreamResumedOnAnotherNodeWithLastEventIDReplaysExactlyWhatItMissed() throws {
+        let url = try database()
+        let node1 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let node2 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let (_, _, session, token) = try node1.servingClip()
+        let target = "/v1/sessions/\(session)/events?token=\(token)"
+        func report(_ node: GatewayServer, capturing: Bool, seq: Int) throws {
+            let observed = ISO8601DateFormatter().string(from: Date())
+            let response = try node.call(
+                "PUT", "/v1/sessions/\(session)/capture-state?token=\(token)",
+                body: #"{"capturing":\#(capturing),"seq":\#(seq),"observedAt":"\#(observed)"}"#)
+            #expect(response.status == 200, "\(response.text)")
+        }
+        let capturing = #""state":"capturing""#
+        let clear = #""state":"clear""#
+
+        // A stream on node 1 sees the first change with its ID, the change's number in the session.
+        var first: EventStreamReader? = try EventStreamReader(port: node1.port, target: target)
+        #expect(first?.next("capture-state", containing: #""state":"unknown""#) != nil)
+        try report(node1, capturing: true, seq: 1)
+        let seen = try #require(first?.nextEvent(timeout: 5))
+        #expect(seen.name == "capture-state" && seen.data.contains(capturing) && seen.id == "1", "\(seen)")
+        first = nil
+
+        // While the client is away: a change on node 2, a report on node 1 that only renews the lease
+        // (no event), and another change on node 2.
+        try report(node2, capturing: false, seq: 2)
+        try report(node1, capturing: false, seq: 3)
+        try report(node2, capturing: true, seq: 4)
+
+        // Resumed on node 2: exactly the two missed changes, in order, with their IDs; no opening state.
+        let resumed = try EventStreamReader(port: node2.port, target: target, headers: [("Last-Event-ID", "1")])
+        #expect(resumed.status == 200)
+        let replayed = resumed.events(quiet: 1.5)
+        #expect(replayed.map(\.id) == ["2", "4"], "\(replayed)")
+        #expect(replayed.count == 2 && replayed[0].data.contains(clear) && replayed[1].data.contains(capturing))
+        #expect(replayed.allSatisfy { $0.name == "capture-state" && $0.data.contains(#""reason":"reported""#) })
+
+        // Then live, from a report to node 1: once, with the next ID.
+        try report(node1, capturing: false, seq: 5)
+        let live = resumed.events(quiet: 1.5)
+        #expect(live.map(\.id) == ["5"] && live.first?.data.contains(clear) == true, "\(live)")
+
+        // A resumed stream whose ID is the newest gets nothing until the next change; one with no
+        // usable ID starts afresh with the current state.
+        let upToDate = try EventStreamReader(port: node1.port, target: target, headers: [("Last-Event-ID", "5")])
+        #expect(upToDate.events(quiet: 1).isEmpty, "\(upToDate.transcript)")
+        let afresh = try EventStreamReader(port: node1.port, target: target, headers: [("Last-Event-ID", "x")])
+        let opening = afresh.nextEvent(timeout: 5)
+        #expect(opening?.id == nil && opening?.data.contains(clear) == true, "\(afresh.transcript)")
+    }
+
     @Test func servesCachedKeysThroughADatabaseOutageAnswers503ForTheRestAndReconnects() throws {
         // A cluster of its own, since this test stops it.
         let cluster = try PostgresCluster()

@@ -256,6 +256,35 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         #expect(try store.jobs(in: .running).isEmpty)
     }
 
+    @Test(arguments: Backend.allCases) func numbersSessionEventsPerSessionAndReplaysTheAnnouncedOnes(
+        _ backend: Backend
+    ) throws {
+        let temporary = try TemporaryStore(backend)
+        defer { withExtendedLifetime(temporary) {} }
+        let store = temporary.store
+        for id in ["s1", "s2"] {
+            try store.insertSession(SessionRecord(id: id, assetID: "clip", createdAt: epoch, expiresAt: epoch + 60))
+        }
+        let appended = try [("s1", true), ("s2", true), ("s1", false), ("s1", true)].map { id, announced in
+            try store.appendSessionEvent(
+                SessionEventRecord(
+                    sessionID: id, kind: .capture, state: "clear", at: epoch, origin: "n", announced: announced))
+        }
+        switch backend {
+        case .sqlite:
+            #expect(appended == [nil, nil, nil, nil])
+            #expect(try store.sessionEvents(session: "s1", after: 0, limit: 10).isEmpty)
+        case .postgres:
+            #expect(appended == [1, 1, 2, 3])
+            // A resumed stream gets the session's announced events after its ID, not the renewal.
+            #expect(try store.sessionEvents(session: "s1", after: 0, limit: 10).map(\.sessionSeq) == [1, 3])
+            #expect(try store.sessionEvents(session: "s1", after: 1, limit: 10).map(\.sessionSeq) == [3])
+            #expect(try store.sessionEvents(session: "s1", after: 0, limit: 1).map(\.sessionSeq) == [1])
+            // Every node still reads every event, renewals included.
+            #expect(try store.sessionEvents(after: 0, limit: 10).map(\.announced) == [true, true, false, true])
+        }
+    }
+
     @Test(arguments: Backend.allCases) func pagesJobsNewestFirst(_ backend: Backend) throws {
         let temporary = try TemporaryStore(backend)
         defer { withExtendedLifetime(temporary) {} }
