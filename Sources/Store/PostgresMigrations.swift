@@ -106,6 +106,16 @@ enum PostgresMigrations {
         ALTER TABLE session_events ADD COLUMN announced boolean NOT NULL DEFAULT true;
         CREATE INDEX session_events_by_session ON session_events(session_id, session_seq) WHERE announced;
         """,
+        // Asset changes other nodes must hear of (a key policy set on one node), as rows every node
+        // reads after the same NOTIFY as session events.
+        """
+        CREATE TABLE asset_events (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            asset_id text NOT NULL,
+            at double precision NOT NULL
+        );
+        CREATE INDEX asset_events_by_time ON asset_events(at);
+        """,
     ]
 
     /// An arbitrary constant naming GuardPlay's migration lock among the database's advisory locks.

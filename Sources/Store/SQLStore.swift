@@ -110,11 +110,46 @@ extension SQLStore {
             ])
     }
 
-    /// Changes an asset's key policy; false when there is no such asset.
+    /// Changes an asset's key policy; false when there is no such asset. On PostgreSQL, in the same
+    /// transaction, an asset event and a NOTIFY tell the other nodes.
     public func setPolicy(asset id: String, denyKeysWhileCapturing: Bool, at date: Date) throws(StoreError) -> Bool {
-        try changed(
-            "UPDATE assets SET deny_keys_while_capturing = ?, updated_at = ? WHERE id = ?",
-            [.integer(denyKeysWhileCapturing ? 1 : 0), .real(date.timeIntervalSince1970), .text(id)])
+        try with { database throws(StoreError) in
+            try database.transaction { () throws(StoreError) -> Bool in
+                try database.query(
+                    "UPDATE assets SET deny_keys_while_capturing = ?, updated_at = ? WHERE id = ?",
+                    [.integer(denyKeysWhileCapturing ? 1 : 0), .real(date.timeIntervalSince1970), .text(id)])
+                guard database.changes > 0 else { return false }
+                if dialect == .postgres {
+                    try database.query(
+                        "INSERT INTO asset_events (asset_id, at) VALUES (?, ?)",
+                        [.text(id), .real(date.timeIntervalSince1970)])
+                    try database.query("SELECT pg_notify('\(Self.eventChannel)', '')")
+                }
+                return true
+            }
+        }
+    }
+
+    /// The assets changed by asset events after `seq` and the newest event's `seq`; none on SQLite.
+    public func assetChanges(after seq: Int64) throws(StoreError) -> (assets: [String], through: Int64) {
+        guard dialect == .postgres else { return ([], seq) }
+        return try with { database throws(StoreError) in
+            let rows = try database.query(
+                "SELECT seq, asset_id FROM asset_events WHERE seq > ? ORDER BY seq LIMIT 1000", [.integer(seq)])
+            var assets: [String] = []
+            for row in rows {
+                if let id = row[1].text, !assets.contains(id) { assets.append(id) }
+            }
+            return (assets, rows.last?[0].integer ?? seq)
+        }
+    }
+
+    /// The newest asset event's `seq`, or 0.
+    public func latestAssetEventSeq() throws(StoreError) -> Int64 {
+        guard dialect == .postgres else { return 0 }
+        return try with { database throws(StoreError) in
+            try database.query("SELECT coalesce(max(seq), 0) FROM asset_events").first?.first?.integer ?? 0
+        }
     }
 
     /// The asset with `id`, or nil.
@@ -218,12 +253,14 @@ extension SQLStore {
             revokedAt: row[4] == .null ? nil : date(row[4]))
     }
 
-    /// Deletes sessions that expired before `date`, and on PostgreSQL session events from before it;
+    /// Deletes sessions that expired before `date`, and on PostgreSQL session and asset events from
+    /// before it;
     /// returns how many sessions went.
     public func deleteSessions(expiredBefore date: Date) throws(StoreError) -> Int {
         try with { database throws(StoreError) in
             if dialect == .postgres {
                 try database.query("DELETE FROM session_events WHERE at < ?", [.real(date.timeIntervalSince1970)])
+                try database.query("DELETE FROM asset_events WHERE at < ?", [.real(date.timeIntervalSince1970)])
             }
             try database.query("DELETE FROM sessions WHERE expires_at <= ?", [.real(date.timeIntervalSince1970)])
             return database.changes

@@ -131,6 +131,41 @@ import Testing
         #expect(stream.next("revoked", timeout: 1) != nil, "\(stream.transcript)")
     }
 
+    @Test func aKeyPolicySetOnOneNodeHoldsOnAnotherWithinASecond() throws {
+        let url = try database()
+        let node1 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let node2 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let (admin, clip, session, token) = try node1.servingClip(denyKeysWhileCapturing: false)
+        // Node 2 holds the session and the key before the report and the change.
+        #expect(try node2.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 200)
+        let observed = ISO8601DateFormatter().string(from: Date())
+        let report = try node1.call(
+            "PUT", "/v1/sessions/\(session)/capture-state?token=\(token)",
+            body: #"{"capturing":true,"seq":1,"observedAt":"\#(observed)"}"#)
+        #expect(report.status == 200, "\(report.text)")
+        // Node 2 holds the asset, with its policy, and grants the key while the session captures.
+        #expect(
+            eventually(timeout: 5) {
+                (try? node2.call("GET", "/v1/sessions/\(session)", token: admin).text)?.contains(
+                    #""state":"capturing""#) == true
+            })
+        #expect(try node2.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 200)
+
+        let policy = try node1.call(
+            "PUT", "/v1/assets/clip/policy", token: admin, body: #"{"denyKeysWhileCapturing":true}"#)
+        #expect(policy.status == 200, "\(policy.text)")
+        let changed = Date()
+        var last: RawResponse?
+        let refused = eventually(timeout: 1) {
+            last = try? node2.call("GET", "/v1/keys/\(clip.kid)?token=\(token)")
+            return last?.status == 403
+        }
+        #expect(refused, "node 2 still answered \(last?.status ?? 0) after \(Date().timeIntervalSince(changed)) s")
+        #expect(last?.json?["type"] as? String == "/problems/capture-active")
+        #expect(
+            (try node2.call("GET", "/v1/assets/clip", token: admin).json?["denyKeysWhileCapturing"]) as? Bool == true)
+    }
+
     @Test func aStreamResumedOnAnotherNodeWithLastEventIDReplaysExactlyWhatItMissed() throws {
         let url = try database()
         let node1 = try GatewayServer(["--store", url, "--lease", "10m"])
@@ -181,6 +216,60 @@ import Testing
         let afresh = try EventStreamReader(port: node1.port, target: target, headers: [("Last-Event-ID", "x")])
         let opening = afresh.nextEvent(timeout: 5)
         #expect(opening?.id == nil && opening?.data.contains(clear) == true, "\(afresh.transcript)")
+    }
+
+    @Test func aJobWhoseNodeIsKilledFinishesOnAnotherWithTheSameKey() throws {
+        let url = try database()
+        let lease = ["--store", url, "--job-lease", "3s"]
+        let node1 = try GatewayServer(lease)
+        // The nodes share the data directory (where job outputs go) and the input root, as storage
+        // every node reads.
+        let node2 = try GatewayServer(lease + ["--data", node1.dataDirectory, "--input-root", node1.inputRoot])
+        let admin = try node1.token("admin")
+        try node1.makeLongInput()
+        let job = try node1.submitJob(token: admin, input: "long.mp4", asset: "long")
+
+        // Whichever node claims it is killed once the job's key is stored; the other runs on.
+        var claimer: GatewayServer?
+        _ = eventually(timeout: 60) {
+            claimer = [node1, node2].first { $0.log.contains("jobs: \(job) claimed (attempt 1)") }
+            return claimer != nil
+        }
+        let first = try #require(claimer, "no node claimed \(job): \(node1.log) \(node2.log)")
+        let survivor = first === node1 ? node2 : node1
+        let keyRow =
+            "SELECT encode(wrapped, 'hex') FROM content_keys WHERE kid = "
+            + "(SELECT kid FROM packaging_jobs WHERE id = '\(job)')"
+        var wrapped = ""
+        _ = eventually(timeout: 60) {
+            wrapped = (try? query(keyRow, url)) ?? ""
+            return !wrapped.isEmpty
+        }
+        #expect(!wrapped.isEmpty)
+        #expect(try query("SELECT state FROM packaging_jobs WHERE id = '\(job)'", url) == "running")
+        first.kill9()
+
+        // The survivor takes the job over once its lease lapses by the database's clock, without a
+        // restart, and finishes it with the key the first attempt stored.
+        let finished = try survivor.pollJob(job, token: admin, timeout: 120) {
+            ["succeeded", "failed"].contains($0["state"] as? String)
+        }
+        #expect(finished?["state"] as? String == "succeeded", "\(String(describing: finished)) \(survivor.log)")
+        #expect(finished?["attempts"] as? Int == 2)
+        #expect(survivor.log.contains("jobs: \(job) claimed (attempt 2)"), "\(survivor.log)")
+        #expect(try query(keyRow, url) == wrapped, "the key was replaced")
+        #expect(try query("SELECT count(*) FROM content_keys", url) == "1")
+
+        // Its output plays through the survivor with that key.
+        let (_, token) = try survivor.session("long", token: admin)
+        let played = try run(
+            "/usr/bin/ffmpeg",
+            [
+                "-nostdin", "-loglevel", "error", "-i",
+                "http://127.0.0.1:\(survivor.port)/v1/hls/long/master.m3u8?token=\(token)", "-t", "2", "-f", "null",
+                "-",
+            ])
+        #expect(played.status == 0, "\(played.stderr)")
     }
 
     @Test func servesCachedKeysThroughADatabaseOutageAnswers503ForTheRestAndReconnects() throws {

@@ -285,6 +285,33 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         }
     }
 
+    @Test(arguments: Backend.allCases) func renewsAJobsLeaseOnlyForTheAttemptThatHoldsIt(_ backend: Backend) throws {
+        let temporary = try TemporaryStore(backend)
+        defer { withExtendedLifetime(temporary) {} }
+        let store = temporary.store
+        _ = try store.insertJob(job("j1"))
+        let claimed = try #require(try store.claimNextJob(at: epoch, lease: 2))
+        #expect(try store.renewJobLease("j1", attempt: claimed.attempts, lease: 60))
+        #expect(try !store.renewJobLease("j1", attempt: claimed.attempts + 1, lease: 60))
+        if backend == .postgres {
+            // The lease is the database's clock plus the lease given, at the claim and at each renewal.
+            let left = {
+                try temporary.scalar("SELECT lease_expires_at - extract(epoch FROM now()) FROM packaging_jobs")?.real
+                    ?? 0
+            }
+            #expect((50...60).contains(try left()))
+            #expect(try store.renewJobLease("j1", attempt: 1, lease: 5))
+            #expect((0...5).contains(try left()))
+            // Lapsed and taken over: the first attempt no longer holds the job.
+            try temporary.execute("UPDATE packaging_jobs SET lease_expires_at = extract(epoch FROM now()) - 1")
+            #expect(try store.recoverInterruptedJobs(maxAttempts: 3, at: epoch + 1).map(\.state) == [.queued])
+            #expect(try store.claimNextJob(at: epoch + 2, lease: 30)?.attempts == 2)
+            #expect(try !store.renewJobLease("j1", attempt: 1, lease: 30))
+        }
+        _ = try store.finishJob("j1", state: .succeeded, at: epoch + 3)
+        #expect(try !store.renewJobLease("j1", attempt: backend == .postgres ? 2 : 1, lease: 30))
+    }
+
     @Test(arguments: Backend.allCases) func pagesJobsNewestFirst(_ backend: Backend) throws {
         let temporary = try TemporaryStore(backend)
         defer { withExtendedLifetime(temporary) {} }
