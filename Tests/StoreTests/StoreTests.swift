@@ -361,6 +361,46 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         #expect(try store.refusalCounts().map(\.count) == [2] && store.auditCount() == 1)
     }
 
+    @Test func pipelinesABatchOfAuditRecordsInAFewRoundTrips() throws {
+        let temporary = try TemporaryStore(.postgres)
+        defer { withExtendedLifetime(temporary) {} }
+        let store = temporary.store
+        let roundTrips = { try store.with { ($0 as? PostgresConnection)?.roundTrips ?? 0 } }
+        let records = (0..<1000).map { index in
+            AuditRecord(at: epoch + Double(index), action: "key", outcome: "granted", kid: "k\(index)")
+        }
+        let refusals = (0..<3).map {
+            AuditRefusalCount(minute: epoch, reason: "token-missing", remote: "10.0.0.\($0)", count: 2)
+        }
+        let before = try roundTrips()
+        try store.appendAudit(records, refusals: refusals)
+        let spent = try roundTrips() - before
+        // BEGIN, COMMIT and one per 256 statements, not one per row.
+        #expect(spent <= 2 + 4 + 1, "\(spent) round trips")
+        let reopened = try temporary.reopen()
+        #expect(try reopened.auditCount() == 1000)
+        #expect(try reopened.recentAudit(limit: 2).map(\.kid) == ["k999", "k998"])
+        #expect(try reopened.refusalCounts().map(\.count) == [2, 2, 2])
+
+        // A statement that fails ends the pipeline: nothing of it stays, the error names it, and the
+        // connection works on.
+        #expect {
+            try store.with { database throws(StoreError) in
+                try database.execute(
+                    "INSERT INTO audit_refusals (minute, reason, remote, count) VALUES (?, ?, ?, ?)",
+                    rows: [
+                        [.real(1), .text("r"), .text("a"), .integer(1)],
+                        [.real(1), .text("r"), .text("a"), .integer(1)],
+                        [.real(2), .text("r"), .text("a"), .integer(1)],
+                    ])
+            }
+        } throws: { error in
+            "\(error)".contains("pipeline(INSERT INTO audit_refusals") && "\(error)".contains("SQLSTATE 23505")
+        }
+        #expect(try store.refusalCounts().count == 3)
+        #expect(try store.auditCount() == 1000)
+    }
+
     @Test func upgradesAVersion1DatabaseKeepingItsAuditRows() throws {
         let temporary = try TemporaryStore()
         try temporary.store.appendAudit([AuditRecord(at: epoch, action: "key", outcome: "granted")])
