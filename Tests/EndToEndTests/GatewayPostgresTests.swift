@@ -272,6 +272,98 @@ import Testing
         #expect(played.status == 0, "\(played.stderr)")
     }
 
+    @Test func aRestartOfPostgreSQLUnderLoadCostsOnlyDocumented503sAndNoCommittedRow() throws {
+        // A cluster of its own, since this test restarts it.
+        let cluster = try PostgresCluster()
+        defer { cluster.remove() }
+        let url = try cluster.createDatabase()
+        let node1 = try GatewayServer(["--store", url])
+        let node2 = try GatewayServer(["--store", url])
+        let (admin, clip, _, token) = try node1.servingClip()
+        #expect(try node2.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 200)
+
+        // wrk tallies every status it sees (a 503 without Retry-After apart) and prints them at the end.
+        let script = node1.directory.path("statuses.lua")
+        try """
+        local threads = {}
+        function setup(thread) table.insert(threads, thread) end
+        function init(args) statuses = {} end
+        function response(status, headers, body)
+          local key = tostring(status)
+          if status == 503 and headers["Retry-After"] == nil then key = "503-without-retry-after" end
+          statuses[key] = (statuses[key] or 0) + 1
+        end
+        function done(summary, latency, requests)
+          for _, thread in ipairs(threads) do
+            for key, count in pairs(thread:get("statuses")) do io.write("status " .. key .. " " .. count .. "\\n") end
+          end
+        end
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        // Bounded load: cached keys on both nodes, and a request that needs the database on each.
+        let loads = [
+            (node1, "/v1/keys/\(clip.kid)?token=\(token)", [String]()),
+            (node2, "/v1/keys/\(clip.kid)?token=\(token)", []),
+            (node1, "/v1/packaging-jobs", ["-H", "Authorization: Bearer \(admin)"]),
+            (node2, "/v1/packaging-jobs", ["-H", "Authorization: Bearer \(admin)"]),
+        ]
+        let wrks = try loads.enumerated().map { index, load in
+            let output = node1.directory.path("wrk-\(index).out")
+            let process = try SpawnedProcess(
+                ["/usr/bin/wrk", "-t", "1", "-c", "4", "-d", "8s", "-s", script] + load.2
+                    + ["http://127.0.0.1:\(load.0.port)\(load.1)"],
+                output: output, errors: output)
+            return (process, output)
+        }
+        // Sessions made while it runs: each one answered 201 must be in the database afterwards.
+        var created: [String] = []
+        var refused: [Int] = []
+        func createSession(on node: GatewayServer) {
+            guard let response = try? node.call("POST", "/v1/sessions", token: admin, body: #"{"asset":"clip"}"#)
+            else { return }
+            if response.status == 201, let id = response.json?["id"] as? String {
+                created.append(id)
+            } else {
+                refused.append(response.status)
+                #expect(response.status == 503 && response.header("Retry-After") != nil, "\(response.text)")
+            }
+        }
+        let loadStarted = Date()
+        while Date().timeIntervalSince(loadStarted) < 1.5 { createSession(on: node1) }
+        try cluster.restart()
+        let back = Date()
+        for node in [node1, node2] {
+            #expect(eventually(timeout: 5) { (try? node.call("GET", "/readyz").status) == 200 }, "\(node.log)")
+            #expect(
+                eventually(timeout: 5) {
+                    (try? node.call("POST", "/v1/sessions", token: admin, body: #"{"asset":"clip"}"#))?.status == 201
+                })
+        }
+        #expect(Date().timeIntervalSince(back) < 5 * 2)
+        while Date().timeIntervalSince(loadStarted) < 6 { createSession(on: node2) }
+
+        for (index, (process, output)) in wrks.enumerated() {
+            #expect(process.wait(timeout: 30) == 0, "\(fileText(output))")
+            var statuses: [String: Int] = [:]
+            for line in fileText(output).split(separator: "\n") where line.hasPrefix("status ") {
+                let fields = line.split(separator: " ")
+                statuses[String(fields[1]), default: 0] += Int(fields[2]) ?? 0
+            }
+            if index < 2 {
+                // Cached keys for a valid token never need the database.
+                #expect(Set(statuses.keys) == ["200"] && statuses["200", default: 0] > 0, "\(statuses)")
+            } else {
+                // What needs it is served or refused with 503 and Retry-After, never a 500.
+                #expect(
+                    Set(statuses.keys).isSubset(of: ["200", "503"]) && statuses["200", default: 0] > 0, "\(statuses)")
+            }
+        }
+        #expect(!created.isEmpty, "no session was created under load: \(refused)")
+        let stored = Set(
+            try cluster.query("SELECT id FROM sessions", url: url).split(separator: "\n").map(String.init))
+        #expect(Set(created).isSubset(of: stored), "lost: \(Set(created).subtracting(stored))")
+        #expect(node1.isRunning && node2.isRunning)
+    }
+
     @Test func servesCachedKeysThroughADatabaseOutageAnswers503ForTheRestAndReconnects() throws {
         // A cluster of its own, since this test stops it.
         let cluster = try PostgresCluster()
