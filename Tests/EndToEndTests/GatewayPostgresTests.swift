@@ -272,6 +272,50 @@ import Testing
         #expect(played.status == 0, "\(played.stderr)")
     }
 
+    @Test func ffmpegPlaysAStreamWhosePlaylistsKeysAndSegmentsComeFromDifferentNodesThroughNginx() throws {
+        let url = try database()
+        let node1 = try GatewayServer(["--store", url])
+        // The other nodes share node 1's data directory and import root, as storage every node reads.
+        let shared = ["--store", url, "--data", node1.dataDirectory, "--import-root", node1.importRoot]
+        let node2 = try GatewayServer(shared)
+        let node3 = try GatewayServer(shared)
+        let (_, _, _, token) = try node1.servingClip()
+        let nodes = [node1, node2, node3]
+        let nginx = try NginxFront(upstreamPorts: nodes.map(\.port))
+        #expect(nginx.syntaxCheck.status == 0, "\(nginx.syntaxCheck.stderr)")
+        try nginx.start()
+        defer { nginx.stop() }
+
+        let played = try run(
+            "/usr/bin/ffmpeg",
+            [
+                "-nostdin", "-loglevel", "error", "-i", nginx.url("/v1/hls/clip/master.m3u8?token=\(token)"), "-f",
+                "null", "-",
+            ])
+        #expect(played.status == 0, "\(played.stderr)")
+
+        // nginx's access log names the node that answered each request: playlists, the key and the
+        // segments came from several, and every node served some.
+        var servedBy: [String: Set<String>] = [:]
+        _ = eventually(timeout: 10) {
+            servedBy = [:]
+            for line in fileText(nginx.accessLog).split(separator: "\n")
+            where line.contains("/v1/hls/") || line.contains("/v1/keys/") {
+                guard let upstream = line.components(separatedBy: "upstream=").last?.split(separator: "/").first,
+                    upstream.hasPrefix("127.0.0.1:")
+                else { continue }
+                let kind = line.contains("/v1/keys/") ? "key" : line.contains(".m3u8") ? "playlist" : "segment"
+                servedBy[kind, default: []].insert(String(upstream))
+            }
+            return servedBy["segment"] != nil && servedBy["key"] != nil
+        }
+        #expect(Set(servedBy.keys) == ["playlist", "key", "segment"], "\(fileText(nginx.accessLog))")
+        let all = servedBy.values.reduce(Set<String>()) { $0.union($1) }
+        #expect(all == Set(nodes.map { "127.0.0.1:\($0.port)" }), "\(servedBy)")
+        #expect(servedBy["playlist"].map { $0.count >= 2 } == true, "\(servedBy)")
+        #expect(servedBy["segment"].map { $0.count >= 2 } == true, "\(servedBy)")
+    }
+
     @Test func aRestartOfPostgreSQLUnderLoadCostsOnlyDocumented503sAndNoCommittedRow() throws {
         // A cluster of its own, since this test restarts it.
         let cluster = try PostgresCluster()
