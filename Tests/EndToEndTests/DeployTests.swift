@@ -50,26 +50,27 @@ import Testing
         let verify = try run("/usr/bin/systemd-analyze", ["verify", path])
         #expect(verify.status == 0, "\(verify.stderr)")
         #expect(!verify.stderr.contains("guardplay@node1.service:"), "\(verify.stderr)")
+        let (exposure, analysis) = try Self.exposure(path, named: "guardplay@node1.service")
+        #expect(exposure < 2.0, "\(analysis)")
+    }
+
+    /// The overall exposure `systemd-analyze security` rates the unit file at `path` with, and its report.
+    static func exposure(_ path: String, named name: String) throws -> (Double, String) {
         let analysis = try run("/usr/bin/systemd-analyze", ["security", "--offline=yes", "--no-pager", path])
-        let prefix = "Overall exposure level for guardplay@node1.service: "
+        let prefix = "Overall exposure level for \(name): "
         let line = try #require(
             analysis.stdout.split(separator: "\n").first { $0.contains(prefix) }, "\(analysis.stdout)\(analysis.stderr)"
         )
         let exposure = try #require(Double(line.components(separatedBy: prefix)[1].prefix { $0 != " " }), "\(line)")
-        #expect(exposure < 2.0, "\(analysis.stdout)")
+        return (exposure, analysis.stdout)
     }
 
     /// The unit's sandbox, as `systemd-analyze security` rates it (5.6 MEDIUM before), and its KEK
     /// credential, which the example configuration leaves the gateway to find.
     @Test func theSystemdUnitIsSandboxedAndPassesTheKEKAsACredential() throws {
         let unit = Self.deploy.appendingPathComponent("guardplay.service").path
-        let analysis = try run("/usr/bin/systemd-analyze", ["security", "--offline=yes", "--no-pager", unit])
-        let prefix = "Overall exposure level for guardplay.service: "
-        let line = try #require(
-            analysis.stdout.split(separator: "\n").first { $0.contains(prefix) }, "\(analysis.stdout)\(analysis.stderr)"
-        )
-        let exposure = try #require(Double(line.components(separatedBy: prefix)[1].prefix { $0 != " " }), "\(line)")
-        #expect(exposure < 2.0, "\(analysis.stdout)")
+        let (exposure, analysis) = try Self.exposure(unit, named: "guardplay.service")
+        #expect(exposure < 2.0, "\(analysis)")
         let text = try String(contentsOfFile: unit, encoding: .utf8)
         for directive in [
             "CapabilityBoundingSet=\n", "SystemCallFilter=@system-service\n", "SystemCallFilter=~@privileged\n",
