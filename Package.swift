@@ -95,7 +95,10 @@ let package = Package(
             dependencies: ["HTTPServer", "HTTPTestSupport", "ProcessTestSupport", "TestProcessSetup"]),
         .testTarget(
             name: "GatewayTests",
-            dependencies: ["Gateway", "ControlAPI", "HTTPServer", "Store", "CaptureMonitor", "HTTPTestSupport"]),
+            dependencies: [
+                "Gateway", "ControlAPI", "HTTPServer", "Store", "CaptureMonitor", "HTTPTestSupport",
+                "PostgresTestSupport",
+            ]),
         // Runs the built `guard-play` binary and checks what it writes with MediaCore; starts real X servers,
         // sound servers and recorders for the capture-detection acceptance tests.
         .testTarget(

@@ -2,18 +2,25 @@
 # Gateway benchmark: wrk at 64 connections on loopback, in one run, side by side:
 #   - the key endpoint (valid session tokens, audited grants) against nginx serving a 16-byte file;
 #   - a 6-second segment from the gateway against nginx serving the same file from disk;
+#   - with `nodes` as the third argument, key delivery per node on PostgreSQL (`--store`, a throwaway
+#     cluster on a Unix socket) against the same node on SQLite, and two PostgreSQL nodes at once
+#     (32 connections each) against one (64);
 #   - then the gateway's RSS sampled through a longer mixed run (keys and segments), which should stay flat.
-# Usage: bench/gateway.sh [seconds per comparison run, default 15] [seconds of the RSS run, default 60]
-# Needs: the release build (made here), ffmpeg, nginx, wrk, curl. Results go in docs/PERFORMANCE.md.
+# Usage: bench/gateway.sh [seconds per comparison run, default 15] [seconds of the RSS run, default 60] [nodes]
+# Needs: the release build (made here), ffmpeg, nginx, wrk, curl; for `nodes`, Debian's postgresql.
+# Results go in docs/PERFORMANCE.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 duration=${1:-15}
 rss_duration=${2:-60}
+nodes=${3:-}
 connections=64
 threads=2
 
-swift build -c release -Xswiftc -warnings-as-errors >/dev/null
+# The product only: the test-support targets (FormatTestSupport imports MediaFormats @testable) do
+# not build in release.
+swift build -c release -Xswiftc -warnings-as-errors --product guard-play >/dev/null
 binary=.build/release/guard-play
 
 # A folder of its own: bench/work also holds the other benchmarks' generated inputs.
@@ -32,6 +39,16 @@ trap cleanup EXIT
 
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# Key paths for 64 new sessions on the gateway at port $1 (asset clip imported there first, admin
+# token $3) → file $2.
+session_paths() {
+    : > "$2"
+    for _ in $(seq 64); do
+        curl -sf -X POST -H "Authorization: Bearer $3" "http://127.0.0.1:$1/v1/sessions" -d '{"asset":"clip"}' |
+            python3 -c 'import json,sys; print("/v1/keys/'"$kid"'?token=" + json.load(sys.stdin)["token"])' >> "$2"
+    done
 }
 
 # A 6-second segment: the first segment of the clip packaged as AES-128 HLS with 6-second segments.
@@ -57,12 +74,7 @@ for _ in $(seq 100); do grep -q listening "$work/gateway.out" 2>/dev/null && bre
 token=$("$binary" tokens create --scope admin --data "$work/data" 2>/dev/null)
 curl -sf -X PUT -H "Authorization: Bearer $token" "http://127.0.0.1:$gateway_port/v1/assets/clip" \
     -d "{\"directory\":\"$work/imports/clip\",\"keys\":[{\"kid\":\"$kid\",\"key\":\"$key_hex\"}]}" > /dev/null
-: > "$work/key-paths.txt"
-for _ in $(seq 64); do
-    session_token=$(curl -sf -X POST -H "Authorization: Bearer $token" "http://127.0.0.1:$gateway_port/v1/sessions" \
-        -d '{"asset":"clip"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
-    echo "/v1/keys/$kid?token=$session_token" >> "$work/key-paths.txt"
-done
+session_paths "$gateway_port" "$work/key-paths.txt" "$token"
 check=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' "http://127.0.0.1:$gateway_port$(head -1 "$work/key-paths.txt")")
 [ "$check" = "200 16" ] || { echo "key endpoint check failed: $check" >&2; exit 1; }
 
@@ -110,14 +122,15 @@ nginx -p "$work/nginx/" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
 pids+=($!)
 for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$nginx_port/key.bin" && break; sleep 0.1; done
 
-# wrk run → "requests/s p99-ms MB/s"; measure URL [LUA-SCRIPT SCRIPT-ARGUMENT]
+# wrk run → "requests/s p99-ms MB/s"; measure URL [LUA-SCRIPT SCRIPT-ARGUMENT]; $conns connections
+# (default 64).
 measure() {
     local url=$1
     local script=()
     [ $# -lt 3 ] || script=(-s "$2" "$url" -- "$3")
     [ $# -ge 3 ] || script=("$url")
     local output
-    output=$(wrk -t"$threads" -c"$connections" -d"${duration}s" --latency "${script[@]}")
+    output=$(wrk -t"$threads" -c"${conns:-$connections}" -d"${duration}s" --latency "${script[@]}")
     echo "$output" > "$work/wrk-$(date +%s%N).txt"
     local rps p99 mbps
     rps=$(echo "$output" | awk '/^Requests\/sec:/ {print $2}')
@@ -146,6 +159,67 @@ seg_ratio=$(awk -v g="$g_seg_mbps" -v n="$n_seg_mbps" 'BEGIN {printf "%.2f", g /
 echo
 echo "key endpoint: $(printf '%.0f' "$g_key_rps") req/s (goal >= 10000), p99 $g_key_p99 ms (goal < 10), ratio to nginx $key_ratio"
 echo "segments: gateway/nginx MB/s ratio $seg_ratio (goal >= 0.5)"
+
+if [ "$nodes" = nodes ]; then
+    # A throwaway PostgreSQL cluster on a Unix socket in the work folder (as the postgres user when
+    # root, since initdb refuses root), fsync on as in production.
+    pg_bin=/usr/lib/postgresql/15/bin
+    pg="$work/pg"
+    mkdir -p "$pg"
+    as_owner=()
+    if [ "$(id -u)" = 0 ]; then chown postgres: "$pg"; as_owner=(runuser -u postgres --); fi
+    "${as_owner[@]}" "$pg_bin/initdb" -D "$pg/data" -U postgres -A trust --no-instructions > "$pg/initdb.log"
+    "${as_owner[@]}" "$pg_bin/pg_ctl" -D "$pg/data" -l "$pg/server.log" -w \
+        -o "-k $pg -p 5432 -c listen_addresses='' -c max_connections=100" start > /dev/null
+    trap 'cleanup; "${as_owner[@]}" "$pg_bin/pg_ctl" -D "$pg/data" -m fast -w stop > /dev/null' EXIT
+    "$pg_bin/createdb" -h "$pg" -U postgres bench
+    store="postgresql:///bench?host=$pg&user=postgres"
+    pg_ports=()
+    for node in 1 2; do
+        port=$(free_port)
+        # Both nodes share one data directory, as nodes share their asset storage.
+        "$binary" serve --store "$store" --data "$work/pgdata" --listen "127.0.0.1:$port" \
+            --import-root "$work/imports" --threads "$(nproc)" --drain 0 > "$work/pg$node.out" 2> "$work/pg$node.err" &
+        pids+=($!)
+        for _ in $(seq 100); do grep -q listening "$work/pg$node.out" 2>/dev/null && break; sleep 0.1; done
+        pg_ports+=("$port")
+    done
+    pg_token=$("$binary" tokens create --scope admin --store "$store" --data "$work/pgdata" 2>/dev/null)
+    curl -sf -X PUT -H "Authorization: Bearer $pg_token" "http://127.0.0.1:${pg_ports[0]}/v1/assets/clip" \
+        -d "{\"directory\":\"$work/imports/clip\",\"keys\":[{\"kid\":\"$kid\",\"key\":\"$key_hex\"}]}" > /dev/null
+    # Sessions made on node 1 serve keys on both: node 2 reads each from the database once.
+    session_paths "${pg_ports[0]}" "$work/pg-key-paths.txt" "$pg_token"
+    for port in "${pg_ports[@]}"; do
+        check=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' \
+            "http://127.0.0.1:$port$(head -1 "$work/pg-key-paths.txt")")
+        [ "$check" = "200 16" ] || { echo "PostgreSQL node $port key check failed: $check" >&2; exit 1; }
+    done
+
+    read -r s_rps s_p99 _ <<< "$(measure "http://127.0.0.1:$gateway_port" "$work/paths.lua" "$work/key-paths.txt")"
+    read -r p_rps p_p99 _ <<< "$(measure "http://127.0.0.1:${pg_ports[0]}" "$work/paths.lua" "$work/pg-key-paths.txt")"
+    # Two nodes at once on the same cores, 32 connections each.
+    conns=$((connections / 2)) measure "http://127.0.0.1:${pg_ports[0]}" "$work/paths.lua" "$work/pg-key-paths.txt" \
+        > "$work/two-1.txt" &
+    two_1=$!
+    conns=$((connections / 2)) measure "http://127.0.0.1:${pg_ports[1]}" "$work/paths.lua" "$work/pg-key-paths.txt" \
+        > "$work/two-2.txt" &
+    two_2=$!
+    wait "$two_1" "$two_2"
+    read -r t1_rps t1_p99 _ < "$work/two-1.txt"
+    read -r t2_rps t2_p99 _ < "$work/two-2.txt"
+    t_rps=$(awk -v a="$t1_rps" -v b="$t2_rps" 'BEGIN {print a + b}')
+    t_p99=$(awk -v a="$t1_p99" -v b="$t2_p99" 'BEGIN {print (a > b ? a : b)}')
+
+    printf '\n%-34s %12s %10s\n' "key endpoint, 64 connections" "requests/s" "p99 ms"
+    printf '%-34s %12.0f %10.2f\n' "one node, SQLite" "$s_rps" "$s_p99"
+    printf '%-34s %12.0f %10.2f\n' "one node, PostgreSQL" "$p_rps" "$p_p99"
+    printf '%-34s %12.0f %10.2f\n' "two PostgreSQL nodes (32 + 32)" "$t_rps" "$t_p99"
+    echo
+    echo "PostgreSQL/SQLite per node: $(awk -v p="$p_rps" -v s="$s_rps" 'BEGIN {printf "%.2f", p / s}') (goal >= 0.9)," \
+        "p99 $p_p99 ms (goal < 10); two nodes/one: $(awk -v t="$t_rps" -v p="$p_rps" 'BEGIN {printf "%.2f", t / p}') (goal >= 1)"
+    pg_audited=$(psql -X -At -h "$pg" -U postgres -d bench -c "SELECT count(*) FROM audit WHERE action = 'key'" 2>/dev/null || echo "?")
+    echo "key grants audited in PostgreSQL so far: $pg_audited"
+fi
 
 # RSS over a longer run of keys and segments together.
 rss() { awk '/^VmRSS:/ {print $2}' "/proc/$gateway_pid/status"; }

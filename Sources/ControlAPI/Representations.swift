@@ -47,17 +47,18 @@ enum Representation {
         ])
     }
 
-    /// One Server-Sent Event: its name and a single-line JSON payload.
-    static func event(_ name: String, _ data: JSON) -> [UInt8] {
-        Array("event: \(name)\ndata: ".utf8) + data.serialized + Array("\n\n".utf8)
+    /// One Server-Sent Event: its name, a single-line JSON payload and, when it has one, its event ID
+    /// (which a client's `Last-Event-ID` names when it reconnects).
+    static func event(_ name: String, _ data: JSON, id: Int64? = nil) -> [UInt8] {
+        Array("event: \(name)\ndata: ".utf8) + data.serialized + Array("\n\(id.map { "id: \($0)\n" } ?? "")\n".utf8)
     }
 
-    static func event(_ event: SessionEvent) -> [UInt8] {
+    static func event(_ event: SessionEvent, id: Int64? = nil) -> [UInt8] {
         switch event {
-        case .captureState(let capture): Self.event("capture-state", self.capture(capture))
+        case .captureState(let capture): Self.event("capture-state", self.capture(capture), id: id)
         case .command(let command, let at):
-            Self.event("command", .object(["command": .string(command.rawValue), "at": date(at)]))
-        case .revoked(let at): Self.event("revoked", .object(["at": date(at)]))
+            Self.event("command", .object(["command": .string(command.rawValue), "at": date(at)]), id: id)
+        case .revoked(let at): Self.event("revoked", .object(["at": date(at)]), id: id)
         }
     }
 }

@@ -56,7 +56,9 @@ enum SessionRoutes {
                 // The credential that let the caller in: the session token, or else the API token.
                 let bearer = Router.bearer(context.request.headers)
                 let holder = (context.scopes.isEmpty ? context.query["token"] ?? bearer : bearer) ?? ""
-                return try events(gateway: gateway, session: context.parameter("id"), holder: holder)
+                return try events(
+                    gateway: gateway, session: context.parameter("id"), holder: holder,
+                    resumingAfter: lastEventID(context.request.headers["Last-Event-ID"]))
             },
         ]
     }
@@ -64,10 +66,18 @@ enum SessionRoutes {
     /// An event stream of the session's capture state, commands and revocation. It opens with the
     /// current capture state and ends after a revocation. Streams are capped per session, per token
     /// (`holder`) and in all: over a cap the answer is 429 (503 for the total) with `Retry-After`.
-    static func events(gateway: Gateway, session id: String, holder: String) throws -> HTTPResponse {
+    ///
+    /// On a store that nodes share, revocations and changes of capture state carry an event ID, their
+    /// number in the session. A stream resumed with `Last-Event-ID` (`resumingAfter`), on this node or
+    /// any other, opens instead with the stored events after that ID and then goes on live: each event
+    /// once, none missed, none twice.
+    static func events(
+        gateway: Gateway, session id: String, holder: String, resumingAfter lastEventID: Int64? = nil
+    ) throws -> HTTPResponse {
         guard let current = gateway.sessions.session(id) else {
             throw GatewayError(.notFound, code: "session-not-found", detail: "No such session.")
         }
+        let resume = gateway.store.isShared ? lastEventID : nil
         let ticket: StreamQuota.Ticket
         switch gateway.streams.admit(session: id, holder: holder) {
         case .success(let admitted): ticket = admitted
@@ -79,22 +89,40 @@ enum SessionRoutes {
         let stream = EventStream()
         stream.onClose { ticket.release() }
         stream.send(Array("retry: 3000\n\n".utf8))
-        // Subscribe before reading the state to send first, so no change falls between the two.
-        let subscription = gateway.events.subscribe(session: id) { event in
-            guard stream.send(Representation.event(event)) else { return false }
-            if case .revoked = event {
-                stream.finish()
-                return false
-            }
-            return true
+        // Subscribe before reading what to send first, so no change falls between the two; until the
+        // opening events are out, live ones wait in `gate`.
+        let gate = EventGate()
+        let subscription = gateway.events.subscribe(session: id) { event, eventID in
+            gate.deliver(event, id: eventID, to: stream)
         }
         stream.onClose { gateway.events.unsubscribe(session: id, id: subscription) }
-        stream.send(Representation.event(.captureState(gateway.sessions.session(id)?.capture ?? current.capture)))
-        if let revokedAt = current.record.revokedAt {
-            stream.send(Representation.event(.revoked(at: revokedAt)))
-            stream.finish()
+        var opening: [(SessionEvent, Int64?)]
+        if let resume {
+            do {
+                opening = try gateway.sessions.storedEvents(session: id, after: resume).map { ($0.0, $0.1) }
+            } catch {
+                gateway.events.unsubscribe(session: id, id: subscription)
+                ticket.release()
+                throw error
+            }
+        } else {
+            opening = [(.captureState(gateway.sessions.session(id)?.capture ?? current.capture), nil)]
         }
+        if let revokedAt = current.record.revokedAt,
+            !opening.contains(where: { if case .revoked = $0.0 { true } else { false } })
+        {
+            opening.append((.revoked(at: revokedAt), nil))
+        }
+        gate.open(with: opening, after: resume ?? 0, to: stream)
         return HTTPResponse(status: 200, headers: eventStreamHeaders, body: .stream(stream))
+    }
+
+    /// The event ID a reconnecting client sends: a number of at most 18 digits, else nil (and the
+    /// stream starts afresh).
+    static func lastEventID(_ value: String?) -> Int64? {
+        guard let value, !value.isEmpty, value.utf8.count <= 18, value.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 })
+        else { return nil }
+        return Int64(value)
     }
 
     /// The answer over a stream cap: 429 for a session's or a token's, 503 for the gateway's.

@@ -74,6 +74,8 @@ public final class Gateway: Sendable {
     private let sweeper = PeriodicThread(name: "lease-sweeper", interval: 0.1)
     private let listener = Mutex<(any StoreListener)?>(nil)
     private let lastPrune = Mutex(Date.distantPast)
+    /// The last asset event this node has applied (on a shared store).
+    private let assetCursor = Mutex(Int64(0))
 
     /// A gateway over `store`, with session tokens signed by a key derived from `kek`; `engine` is
     /// the packager (nil in builds without one). The audit trail goes to `auditWriter` when given
@@ -119,6 +121,8 @@ public final class Gateway: Sendable {
     }
 
     private func loadCatalog() throws(StoreError) {
+        let latest = try store.latestAssetEventSeq()
+        assetCursor.withLock { $0 = latest }
         let keys = try store.keys()
         for key in keys { catalog.addKey(key) }
         for asset in try store.assets() {
@@ -151,11 +155,41 @@ public final class Gateway: Sendable {
         return catalog.keyAndPolicy(kid)
     }
 
+    /// Applies the asset changes other nodes sharing the store made since the last call: an asset
+    /// this node serves takes its key policy from the store.
+    func applyAssetChanges() {
+        while true {
+            let cursor = assetCursor.withLock { $0 }
+            let changes: (assets: [String], through: Int64)
+            do { changes = try store.assetChanges(after: cursor) } catch {
+                log("store: asset events: \(error)")
+                return
+            }
+            guard changes.through > cursor else { return }
+            for id in changes.assets where catalog.asset(id) != nil {
+                do {
+                    if let record = try store.asset(id) {
+                        catalog.setPolicy(asset: id, denyKeysWhileCapturing: record.denyKeysWhileCapturing)
+                    }
+                } catch {
+                    // Read again at the next notification or reconnection.
+                    log("store: asset \(id): \(error)")
+                    return
+                }
+            }
+            assetCursor.withLock { $0 = max($0, changes.through) }
+        }
+    }
+
     /// Starts the gateway's threads.
     public func start() throws(StoreError) {
         // Other nodes' revocations and capture reports, when nodes share the store.
-        let sessions = self.sessions
-        listener.withLock { $0 = store.listen { sessions.applyStoredEvents() } }
+        listener.withLock {
+            $0 = store.listen { [self] in
+                sessions.applyStoredEvents()
+                applyAssetChanges()
+            }
+        }
         audit.start()
         try jobs.start()
         sweeper.start { [self] in
@@ -482,7 +516,7 @@ public final class Gateway: Sendable {
         let changed = try stored(log) { () throws(StoreError) in
             try store.setPolicy(asset: id, denyKeysWhileCapturing: denyKeysWhileCapturing, at: clock.now())
         }
-        guard changed, catalog.asset(id) != nil else {
+        guard changed, servedAsset(id) != nil else {
             throw GatewayError(.notFound, code: "asset-not-found", detail: "No asset '\(id)' is served here.")
         }
         catalog.setPolicy(asset: id, denyKeysWhileCapturing: denyKeysWhileCapturing)

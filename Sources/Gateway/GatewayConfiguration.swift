@@ -1,4 +1,5 @@
 public import Foundation
+import Store
 
 /// How the gateway behaves: where it keeps its data and how long things last.
 public struct GatewayConfiguration: Sendable {
@@ -40,6 +41,9 @@ public struct GatewayConfiguration: Sendable {
     public var maxStreamsPerToken = 16
     /// Event streams open in all; keep it below the server's connection limit.
     public var maxStreams = 768
+    /// How long a packaging job's claim on a shared store lasts by the database's clock; the worker
+    /// renews it every third of that, and once it lapses (the node died) another node takes the job.
+    public var jobLease: TimeInterval = defaultJobLease
 
     /// A configuration with the defaults for everything but the data directory.
     public init(

@@ -3,6 +3,7 @@ import Foundation
 import MediaCore
 public import Store
 import Synchronization
+import ThreadSupport
 
 /// Packaging jobs: a persistent queue in the store and a bounded pool of worker threads that run the
 /// packager in-process.
@@ -13,6 +14,11 @@ import Synchronization
 /// is expected. On start, jobs a dead process left `running` are requeued (or failed after
 /// `maxAttempts`), and directories no asset refers to, finished or partial, are removed. The job's
 /// content key is stored, wrapped, before packaging starts.
+///
+/// On a store that nodes share, a claim is a lease judged by the database's clock: the worker renews
+/// it every third of `jobLease` and stops the job once it no longer holds it, and every node looks
+/// for lapsed leases (a node killed mid-job) while it runs, requeueing those jobs for any node to
+/// finish with the key the first attempt stored.
 public final class PackagingJobs: Sendable {
     private let store: any Store
     private let catalog: AssetCatalog
@@ -30,6 +36,8 @@ public final class PackagingJobs: Sendable {
     }
 
     private let live = Mutex(Live())
+    /// Looks for jobs whose lease lapsed on a shared store.
+    private let reclaimer = PeriodicThread(name: "job-reclaimer", interval: 1)
     private let wake = DispatchSemaphore(value: 0)
     private let workersExited = DispatchSemaphore(value: 0)
     private let workerCount = Mutex(0)
@@ -164,10 +172,16 @@ public final class PackagingJobs: Sendable {
 
     /// Recovers jobs a dead process left running, clears orphaned output, and starts the workers.
     func start() throws(StoreError) {
-        let recovered = try store.recoverInterruptedJobs(maxAttempts: configuration.maxJobAttempts, at: clock.now())
-        for job in recovered { log("jobs: \(job.id) was interrupted; now \(job.state.rawValue)") }
-        removeOrphanedOutput(referenced: Set(try store.assets().map(\.directory)))
+        try recoverInterruptedJobs()
+        // On a shared store, the output of a job another node is running is not an orphan.
+        let active = store.isShared ? try store.jobs(in: .running) + store.jobs(in: .queued) : []
+        removeOrphanedOutput(referenced: Set(try store.assets().map(\.directory)), activeJobs: Set(active.map(\.id)))
         guard engine != nil else { return }
+        if store.isShared {
+            reclaimer.start(firstTickAfter: 1) { [self] in
+                do { try recoverInterruptedJobs() } catch { log("jobs: \(error)") }
+            }
+        }
         live.withLock { $0.running = true }
         let count = max(1, configuration.jobWorkers)
         workerCount.withLock { $0 = count }
@@ -191,14 +205,23 @@ public final class PackagingJobs: Sendable {
             live.running = false
             live.shuttingDown = true
         }
+        reclaimer.stop()
         for _ in 0..<count { wake.signal() }
         for _ in 0..<count { workersExited.wait() }
+    }
+
+    /// Requeues (or fails, after `maxAttempts`) the jobs a dead process left running: on SQLite every
+    /// running job, at start; on a shared store those whose lease lapsed, at any time.
+    private func recoverInterruptedJobs() throws(StoreError) {
+        let recovered = try store.recoverInterruptedJobs(maxAttempts: configuration.maxJobAttempts, at: clock.now())
+        for job in recovered { log("jobs: \(job.id) was interrupted; now \(job.state.rawValue)") }
+        if recovered.contains(where: { $0.state == .queued }) { wake.signal() }
     }
 
     private func work() {
         while live.withLock({ $0.running }) {
             let claimed: JobRecord?
-            do { claimed = try store.claimNextJob(at: clock.now()) } catch {
+            do { claimed = try store.claimNextJob(at: clock.now(), lease: configuration.jobLease) } catch {
                 log("jobs: \(error)")
                 claimed = nil
             }
@@ -213,8 +236,11 @@ public final class PackagingJobs: Sendable {
     private func run(_ job: JobRecord) {
         let id = job.id
         let attemptDirectory = "\(assetsDirectory)/\(id)-\(job.attempts)"
+        log("jobs: \(id) claimed (attempt \(job.attempts))")
         live.withLock { $0.progress[id] = 0 }
         defer { live.withLock { _ = $0.progress.removeValue(forKey: id) } }
+        let renewal = renewLease(of: job)
+        defer { renewal?.stop() }
         var resolvedInput: String?
         do {
             let input = try resolveInput(job.input)
@@ -228,6 +254,8 @@ public final class PackagingJobs: Sendable {
                 keyURI: "\(configuration.keyPathPrefix)\(kid)", keyURITemplate: "\(configuration.keyPathPrefix){kid}",
                 options: PackagingJobOptions(stored: job.options))
             let used = try engine?.package(work, progress: progressReporter(id), isCancelled: cancellationCheck(id))
+            // Cancelled (or, on a shared store, taken over) after the packager's last check: not published.
+            if live.withLock({ $0.cancelled.contains(id) }) { throw PackagingFailure("stopped", cancelled: true) }
             // Every key period's key is stored, wrapped, before the asset points at the output.
             try storeKeys((used ?? []).filter { $0.kid != kid }, asset: job.assetID)
             try publish(job, directory: attemptDirectory)
@@ -262,10 +290,32 @@ public final class PackagingJobs: Sendable {
         return shown
     }
 
-    /// The job's key: the stored one when an earlier attempt made it, otherwise a fresh one, stored
-    /// wrapped before any output refers to it.
+    /// On a shared store, a thread that renews the job's lease every third of `jobLease` and, once this
+    /// attempt no longer holds the job (its lease lapsed and another node took it), stops it as a
+    /// cancellation would; nil on SQLite.
+    private func renewLease(of job: JobRecord) -> PeriodicThread? {
+        guard store.isShared else { return nil }
+        let lease = configuration.jobLease
+        return PeriodicThread(name: "job-lease", interval: lease / 3, firstTickAfter: lease / 3) { [self] in
+            do {
+                guard try !store.renewJobLease(job.id, attempt: job.attempts, lease: lease) else { return }
+                log("jobs: \(job.id) attempt \(job.attempts) lost its lease; stopping it")
+                live.withLock { _ = $0.cancelled.insert(job.id) }
+            } catch {
+                // Unreachable for now: the lease runs on, and lapses if the database stays away.
+                log("jobs: \(job.id): lease not renewed: \(error)")
+            }
+        }
+    }
+
+    /// The job's key: the stored one when an earlier attempt made it (on this node or, on a shared
+    /// store, another), otherwise a fresh one, stored wrapped before any output refers to it.
     private func contentKey(kid: String, asset: String) throws -> [UInt8] {
         if let existing = catalog.key(kid) { return existing.key }
+        if let stored = try store.key(kid) {
+            catalog.addKey(stored)
+            return stored.key
+        }
         let record = ContentKeyRecord(kid: kid, assetID: asset, key: try SecureRandom.bytes(16))
         try store.saveKey(record)
         catalog.addKey(record)
@@ -313,12 +363,14 @@ public final class PackagingJobs: Sendable {
         { [self] in live.withLock { $0.cancelled.contains(id) || $0.shuttingDown } }
     }
 
-    /// Removes partial outputs and finished outputs no asset refers to.
-    private func removeOrphanedOutput(referenced: Set<String>) {
+    /// Removes partial outputs and finished outputs no asset refers to, but none of a job in
+    /// `activeJobs` (queued or running on another node sharing the store).
+    private func removeOrphanedOutput(referenced: Set<String>, activeJobs: Set<String>) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: assetsDirectory) else { return }
         for name in names where name.hasPrefix("job_") || name.hasPrefix(".job_") {
             let path = "\(assetsDirectory)/\(name)"
-            if !referenced.contains(path) {
+            let job = name.drop { $0 == "." }.prefix { $0 != "-" && $0 != "." }
+            if !referenced.contains(path) && !activeJobs.contains(String(job)) {
                 try? FileManager.default.removeItem(atPath: path)
                 log("jobs: removed unreferenced output \(name)")
             }

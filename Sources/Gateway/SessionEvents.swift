@@ -41,8 +41,9 @@ public enum SessionEvent: Sendable, Equatable {
 /// Fans session events out to subscribers (event streams). Delivery runs on the publisher's thread,
 /// outside the hub's lock; a subscriber that reports itself gone is dropped.
 public final class SessionEventHub: Sendable {
-    /// A subscriber: returns false when it can take no more events.
-    public typealias Subscriber = @Sendable (SessionEvent) -> Bool
+    /// A subscriber: takes the event and its event ID (the event's number in its session when the
+    /// store every node shares holds it, else nil) and returns false when it can take no more events.
+    public typealias Subscriber = @Sendable (SessionEvent, _ id: Int64?) -> Bool
 
     private struct State {
         var nextID: UInt64 = 0
@@ -71,10 +72,10 @@ public final class SessionEventHub: Sendable {
         }
     }
 
-    /// Delivers `event` to every subscriber of `session`.
-    public func publish(session: String, _ event: SessionEvent) {
+    /// Delivers `event`, with its event ID when it has one, to every subscriber of `session`.
+    public func publish(session: String, _ event: SessionEvent, id eventID: Int64? = nil) {
         let targets = state.withLock { $0.subscribers[session] ?? [:] }
-        for (id, subscriber) in targets where !subscriber(event) {
+        for (id, subscriber) in targets where !subscriber(event, eventID) {
             unsubscribe(session: session, id: id)
         }
     }

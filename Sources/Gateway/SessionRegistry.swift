@@ -79,8 +79,8 @@ public final class SessionRegistry: Sendable {
         let changed = try stored(log) { () throws(StoreError) in try store.revokeSession(id, at: now) }
         entries.withLock { $0[id]?.record.revokedAt = now }
         if changed {
-            share(SessionEventRecord(sessionID: id, kind: .revoked, at: now, origin: node))
-            hub.publish(session: id, .revoked(at: now))
+            let eventID = share(SessionEventRecord(sessionID: id, kind: .revoked, at: now, origin: node))
+            hub.publish(session: id, .revoked(at: now), id: eventID)
         }
         return changed
     }
@@ -117,12 +117,15 @@ public final class SessionRegistry: Sendable {
         }
         if let (outcome, snapshot) = result, case .applied(let change) = outcome {
             let capture = snapshot.capture
-            share(
+            // Every applied report is shared, since it renews the lease on the other nodes too; only a
+            // change is announced to event streams.
+            let eventID = share(
                 SessionEventRecord(
                     sessionID: id, kind: .capture, state: capture.state.rawValue, reason: capture.reason,
                     since: capture.since, reportSeq: capture.seq.map { Int64(clamping: $0) },
-                    observedAt: capture.observedAt, leaseExpiresAt: capture.leaseExpiresAt, at: now, origin: node))
-            if change != nil { hub.publish(session: id, .captureState(capture)) }
+                    observedAt: capture.observedAt, leaseExpiresAt: capture.leaseExpiresAt, at: now, origin: node,
+                    announced: change != nil))
+            if change != nil { hub.publish(session: id, .captureState(capture), id: eventID) }
         }
         return result
     }
@@ -151,12 +154,45 @@ public final class SessionRegistry: Sendable {
         for (id, capture) in lapsed { hub.publish(session: id, .captureState(capture)) }
     }
 
-    /// Writes `event` for the other nodes sharing the store; a failure is logged, and this node
-    /// goes on with the change applied in its own memory.
-    private func share(_ event: SessionEventRecord) {
-        guard store.isShared else { return }
-        do { try store.appendSessionEvent(event) } catch {
+    /// Writes `event` for the other nodes sharing the store and returns its number in the session, the
+    /// ID event streams give it; a failure is logged (the event then has no ID), and this node goes on
+    /// with the change applied in its own memory.
+    private func share(_ event: SessionEventRecord) -> Int64? {
+        guard store.isShared else { return nil }
+        do { return try store.appendSessionEvent(event) } catch {
             log("store: session event for \(event.sessionID): \(error)")
+            return nil
+        }
+    }
+
+    /// The announced events of session `id` after its event `eventID`, oldest first, each with its
+    /// event ID: what a stream resumed with `Last-Event-ID` missed, on any node. Empty when the store
+    /// is not shared (SQLite keeps no events, and its streams give none an ID).
+    public func storedEvents(session id: String, after eventID: Int64) throws(GatewayError) -> [(SessionEvent, Int64)] {
+        guard store.isShared else { return [] }
+        var replay: [(SessionEvent, Int64)] = []
+        var cursor = eventID
+        while true {
+            let page = try stored(log) { () throws(StoreError) in
+                try store.sessionEvents(session: id, after: cursor, limit: 500)
+            }
+            for record in page { if let event = Self.event(record) { replay.append((event, record.sessionSeq)) } }
+            guard let last = page.last, page.count == 500 else { return replay }
+            cursor = last.sessionSeq
+        }
+    }
+
+    /// A stored event as streams show it: a revocation, or the capture state the report left.
+    private static func event(_ record: SessionEventRecord) -> SessionEvent? {
+        switch record.kind {
+        case .revoked: return .revoked(at: record.at)
+        case .capture:
+            guard let state = record.state.flatMap(CaptureState.init(rawValue:)) else { return nil }
+            return .captureState(
+                CaptureSnapshot(
+                    state: state, reason: record.reason ?? "reported", since: record.since ?? record.at,
+                    seq: record.reportSeq.map { UInt64(clamping: $0) }, observedAt: record.observedAt,
+                    leaseExpiresAt: record.leaseExpiresAt))
         }
     }
 
@@ -187,7 +223,7 @@ public final class SessionRegistry: Sendable {
                 entries[id]?.record.revokedAt = event.at
                 return true
             }
-            if changed { hub.publish(session: id, .revoked(at: event.at)) }
+            if changed { hub.publish(session: id, .revoked(at: event.at), id: event.sessionSeq) }
         case .capture:
             guard let state = event.state.flatMap(CaptureState.init(rawValue:)) else { return }
             let snapshot = entries.withLock { entries -> SessionSnapshot? in
@@ -199,7 +235,9 @@ public final class SessionRegistry: Sendable {
                 entries[id] = entry
                 return changed ? Self.snapshot(entry) : nil
             }
-            if let snapshot { hub.publish(session: id, .captureState(snapshot.capture)) }
+            if let snapshot {
+                hub.publish(session: id, .captureState(snapshot.capture), id: event.announced ? event.sessionSeq : nil)
+            }
         }
     }
 

@@ -34,6 +34,8 @@ enum ServeCommand {
           --session-ttl DURATION  default session lifetime (default 4h)
           --lease DURATION        how long a capture report holds (default 10s)
           --job-workers N         packaging worker threads (default 1)
+          --job-lease DURATION    with --store, how long a job claim holds unless its worker renews it
+                                  (every third of it); a dead node's job moves on after it (default 30s)
           --threads N             HTTP worker threads (default 4)
           --connection-limit N    open connections at most (default 1024)
           --per-ip-connection-limit N
@@ -230,11 +232,12 @@ extension ServeConfiguration {
 }
 
 extension GatewayConfiguration {
-    /// This configuration with the audit retention and the stream limit `serve` was given.
+    /// This configuration with the audit retention, the stream limit and the job lease `serve` was given.
     func withAuditAndStreamLimits(of serve: ServeConfiguration) -> GatewayConfiguration {
         var configuration = self
         configuration.auditRetention = serve.auditRetention
         configuration.maxStreams = serve.streamLimit
+        configuration.jobLease = serve.jobLease
         return configuration
     }
 }

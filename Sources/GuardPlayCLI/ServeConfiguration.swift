@@ -17,6 +17,8 @@ struct ServeConfiguration: Equatable {
     var sessionTTL: Double = 4 * 3600
     var captureLease: Double = 10
     var jobWorkers = 1
+    /// `--job-lease`: how long a job claim on a shared store holds without a renewal.
+    var jobLease: Double = 30
     var threads = 4
     var connectionLimit = 1024
     var perIPConnectionLimit = 128
@@ -37,7 +39,7 @@ struct ServeConfiguration: Equatable {
         "listen", "data", "kek-file", "public-url", "cors-origin", "input-root", "import-root", "session-ttl", "lease",
         "job-workers", "threads", "connection-limit", "per-ip-connection-limit", "idle-timeout", "header-timeout",
         "body-timeout", "max-body", "drain", "audit-retention", "trusted-proxy", "max-streams",
-        "store",
+        "store", "job-lease",
     ]
     /// Keys that may be given more than once on the command line (the file takes comma lists).
     static let repeatable: Set<String> = ["cors-origin", "import-root", "trusted-proxy"]
@@ -143,6 +145,7 @@ struct ServeConfiguration: Equatable {
         case "session-ttl": sessionTTL = try duration(60...86400)
         case "lease": captureLease = try duration(1...3600)
         case "job-workers": jobWorkers = try count(1...64)
+        case "job-lease": jobLease = try duration(3...3600)
         case "threads": threads = try count(1...256)
         case "connection-limit": connectionLimit = try count(1...100_000)
         case "per-ip-connection-limit": perIPConnectionLimit = try count(0...100_000)

@@ -13,6 +13,8 @@ final class PostgresConnection {
     let location: String
     /// Rows changed by the last command (`PQcmdTuples`).
     private(set) var changes = 0
+    /// Round trips to the server so far: one per statement, one per pipeline of statements.
+    private(set) var roundTrips = 0
 
     /// Connects to `url`, a `postgres://` or `postgresql://` URI or a libpq key/value string.
     init(url: String) throws(StoreError) {
@@ -62,6 +64,7 @@ final class PostgresConnection {
     /// Runs one or more statements that take no parameters (`PQexec`).
     func execute(_ sql: String) throws(StoreError) {
         try reconnectIfNeeded()
+        roundTrips += 1
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         _ = try check(result, operation: "PQexec(\(summary(sql)))")
@@ -72,37 +75,10 @@ final class PostgresConnection {
     @discardableResult
     func query(_ sql: String, _ values: [SQLValue] = []) throws(StoreError) -> [[SQLValue]] {
         try reconnectIfNeeded()
+        roundTrips += 1
         let numbered = Self.numbered(sql)
-        // Each parameter is copied into memory of its own, freed after the call: text and numbers in
-        // text format, blobs in binary format with their length.
-        var pointers: [UnsafeMutablePointer<CChar>?] = []
-        var lengths: [Int32] = []
-        var formats: [Int32] = []
-        defer { for pointer in pointers { free(pointer) } }
-        for value in values {
-            switch value {
-            case .null:
-                pointers.append(nil)
-                lengths.append(0)
-                formats.append(0)
-            case .integer(let number): Self.appendText(String(number), to: &pointers, &lengths, &formats)
-            case .real(let number): Self.appendText("\(number)", to: &pointers, &lengths, &formats)
-            case .text(let text): Self.appendText(text, to: &pointers, &lengths, &formats)
-            case .blob(let bytes):
-                let pointer = malloc(max(bytes.count, 1))!.assumingMemoryBound(to: CChar.self)
-                bytes.withUnsafeBytes { raw in
-                    if let base = raw.baseAddress { memcpy(pointer, base, raw.count) }
-                }
-                pointers.append(pointer)
-                lengths.append(Int32(bytes.count))
-                formats.append(1)
-            }
-        }
-        let result = pointers.withUnsafeBufferPointer { pointerBuffer in
-            pointerBuffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { constPointers in
-                PQexecParams(
-                    handle, numbered, Int32(values.count), nil, constPointers.baseAddress, lengths, formats, 0)
-            }
+        let result = Self.withParameters(values) { pointers, lengths, formats in
+            PQexecParams(handle, numbered, Int32(values.count), nil, pointers, lengths, formats, 0)
         }
         defer { PQclear(result) }
         guard let result = try check(result, operation: "PQexecParams(\(summary(sql)))") else { return [] }
@@ -142,9 +118,110 @@ final class PostgresConnection {
         return count
     }
 
-    /// Runs `sql` once per element of `rows`, each with its values bound.
+    /// Runs `sql` once per element of `rows`, each with its values bound, in pipeline mode
+    /// (`PQenterPipelineMode`, `PQsendQueryParams` per row, `PQpipelineSync`, then `PQgetResult` for
+    /// each): one round trip per `pipelineDepth` rows instead of one per row. Inside a transaction the
+    /// rows are part of it; outside one, each pipeline is a transaction of its own. The first failure
+    /// is thrown; the statements after it are skipped by the server.
     func execute(_ sql: String, rows: [[SQLValue]]) throws(StoreError) {
-        for values in rows { try query(sql, values) }
+        guard rows.count > 1 else {
+            for values in rows { try query(sql, values) }
+            return
+        }
+        try reconnectIfNeeded()
+        let numbered = Self.numbered(sql)
+        let operation = "pipeline(\(summary(sql)))"
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw StoreError(operation: "PQenterPipelineMode", message: Self.text(PQerrorMessage(handle)))
+        }
+        defer { PQexitPipelineMode(handle) }
+        var start = 0
+        while start < rows.count {
+            let slice = rows[start..<min(start + Self.pipelineDepth, rows.count)]
+            start += slice.count
+            roundTrips += 1
+            for values in slice {
+                let sent = Self.withParameters(values) { pointers, lengths, formats in
+                    PQsendQueryParams(handle, numbered, Int32(values.count), nil, pointers, lengths, formats, 0)
+                }
+                guard sent == 1 else {
+                    throw StoreError(
+                        operation: "PQsendQueryParams(\(summary(sql)))", message: Self.text(PQerrorMessage(handle)),
+                        isUnavailable: !isConnected)
+                }
+            }
+            guard PQpipelineSync(handle) == 1 else {
+                throw StoreError(
+                    operation: "PQpipelineSync", message: Self.text(PQerrorMessage(handle)), isUnavailable: !isConnected
+                )
+            }
+            try collectPipelineResults(count: slice.count, operation: operation)
+        }
+    }
+
+    /// Statements sent before each sync point: their results (a few bytes each) stay well inside the
+    /// socket buffers, so neither side blocks on the other while the pipeline is written.
+    static let pipelineDepth = 256
+
+    /// Reads the results of `count` pipelined statements and the sync point after them (each
+    /// statement's result is followed by a null from `PQgetResult`); throws the first error.
+    private func collectPipelineResults(count: Int, operation: String) throws(StoreError) {
+        var failure: StoreError?
+        var total = 0
+        for _ in 0..<count {
+            guard let result = PQgetResult(handle) else {
+                throw StoreError(
+                    operation: operation, message: Self.text(PQerrorMessage(handle)), isUnavailable: !isConnected)
+            }
+            if PQresultStatus(result) != PGRES_PIPELINE_ABORTED, failure == nil {
+                do {
+                    if try check(result, operation: operation) == nil { total += changes }
+                } catch { failure = error }
+            }
+            PQclear(result)
+            // The null that ends this statement's results.
+            while let extra = PQgetResult(handle) { PQclear(extra) }
+        }
+        // The sync point.
+        if let sync = PQgetResult(handle) { PQclear(sync) }
+        if let failure { throw failure }
+        changes = total
+    }
+
+    /// Calls `body` with `values` as libpq parameters: each copied into memory of its own, freed
+    /// after the call; text and numbers in text format, blobs in binary format with their length.
+    private static func withParameters<T>(
+        _ values: [SQLValue],
+        _ body: (UnsafePointer<UnsafePointer<CChar>?>?, [Int32], [Int32]) -> T
+    ) -> T {
+        var pointers: [UnsafeMutablePointer<CChar>?] = []
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
+        defer { for pointer in pointers { free(pointer) } }
+        for value in values {
+            switch value {
+            case .null:
+                pointers.append(nil)
+                lengths.append(0)
+                formats.append(0)
+            case .integer(let number): appendText(String(number), to: &pointers, &lengths, &formats)
+            case .real(let number): appendText("\(number)", to: &pointers, &lengths, &formats)
+            case .text(let text): appendText(text, to: &pointers, &lengths, &formats)
+            case .blob(let bytes):
+                let pointer = malloc(max(bytes.count, 1))!.assumingMemoryBound(to: CChar.self)
+                bytes.withUnsafeBytes { raw in
+                    if let base = raw.baseAddress { memcpy(pointer, base, raw.count) }
+                }
+                pointers.append(pointer)
+                lengths.append(Int32(bytes.count))
+                formats.append(1)
+            }
+        }
+        return pointers.withUnsafeBufferPointer { pointerBuffer in
+            pointerBuffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { constPointers in
+                body(constPointers.baseAddress, lengths, formats)
+            }
+        }
     }
 
     /// Runs `body` inside `BEGIN … COMMIT`, rolling back when it throws.

@@ -103,6 +103,22 @@ enum PostgresMigrations {
         // How each packaging job packages (container, encryption, key period), so a requeued job
         // packages as it was asked to.
         "ALTER TABLE packaging_jobs ADD COLUMN options text;",
+        // Which events streams were told of (and so carry an event ID that `Last-Event-ID` names), and
+        // the index a resumed stream reads its session's missed events by.
+        """
+        ALTER TABLE session_events ADD COLUMN announced boolean NOT NULL DEFAULT true;
+        CREATE INDEX session_events_by_session ON session_events(session_id, session_seq) WHERE announced;
+        """,
+        // Asset changes other nodes must hear of (a key policy set on one node), as rows every node
+        // reads after the same NOTIFY as session events.
+        """
+        CREATE TABLE asset_events (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            asset_id text NOT NULL,
+            at double precision NOT NULL
+        );
+        CREATE INDEX asset_events_by_time ON asset_events(at);
+        """,
     ]
 
     /// An arbitrary constant naming GuardPlay's migration lock among the database's advisory locks.

@@ -263,12 +263,16 @@ public struct SessionEventRecord: Sendable, Equatable {
     public var at: Date
     /// The node that wrote it, so the node skips its own events.
     public var origin: String
+    /// Whether event streams were told of it: a revocation or a change of state, not a report
+    /// that only renewed the lease. Only announced events carry an event ID, and only they are
+    /// replayed to a stream resumed with `Last-Event-ID`.
+    public var announced: Bool
 
     /// An event; `seq` and `sessionSeq` are assigned by the store.
     public init(
         seq: Int64 = 0, sessionID: String, sessionSeq: Int64 = 0, kind: Kind, state: String? = nil,
         reason: String? = nil, since: Date? = nil, reportSeq: Int64? = nil, observedAt: Date? = nil,
-        leaseExpiresAt: Date? = nil, at: Date, origin: String
+        leaseExpiresAt: Date? = nil, at: Date, origin: String, announced: Bool = true
     ) {
         self.seq = seq
         self.sessionID = sessionID
@@ -282,5 +286,6 @@ public struct SessionEventRecord: Sendable, Equatable {
         self.leaseExpiresAt = leaseExpiresAt
         self.at = at
         self.origin = origin
+        self.announced = announced
     }
 }

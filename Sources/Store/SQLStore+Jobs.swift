@@ -76,9 +76,9 @@ extension SQLStore {
 
     /// Marks the oldest queued job running, counting the attempt, and returns it; nil when none waits.
     /// On PostgreSQL the row is locked with `FOR UPDATE SKIP LOCKED`, so two nodes never claim one
-    /// job, and the claim takes a lease (`jobLease` seconds, from the database's clock) that
-    /// `setJobProgress` renews.
-    public func claimNextJob(at date: Date) throws(StoreError) -> JobRecord? {
+    /// job, and the claim takes a lease of `lease` seconds from the database's clock that the worker
+    /// renews (`renewJobLease`).
+    public func claimNextJob(at date: Date, lease: TimeInterval) throws(StoreError) -> JobRecord? {
         try with { database throws(StoreError) in
             try database.transaction { () throws(StoreError) -> JobRecord? in
                 let lock = dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
@@ -91,17 +91,25 @@ extension SQLStore {
                 try database.query(
                     "UPDATE packaging_jobs SET state = 'running', attempts = attempts + 1, progress = 0, updated_at = ?"
                         + "\(leaseRenewal) WHERE id = ?",
-                    [.real(date.timeIntervalSince1970), .text(job.id)])
+                    [.real(date.timeIntervalSince1970)] + leaseValue(lease) + [.text(job.id)])
                 return try database.query("\(Self.jobColumns) WHERE id = ?", [.text(job.id)]).first.map(Self.job(from:))
             }
         }
+    }
+
+    /// Renews the lease of attempt `attempt` of a running job; false when that attempt no longer
+    /// holds it. On SQLite, whose one process owns every job, nothing lapses: true while it runs.
+    public func renewJobLease(_ id: String, attempt: Int, lease: TimeInterval) throws(StoreError) -> Bool {
+        try changed(
+            "UPDATE packaging_jobs SET state = state\(leaseRenewal) WHERE id = ? AND state = 'running' AND attempts = ?",
+            leaseValue(lease) + [.text(id), .integer(Int64(attempt))])
     }
 
     /// Records a running job's progress.
     public func setJobProgress(_ id: String, progress: Double, at date: Date) throws(StoreError) {
         try with { database throws(StoreError) in
             try database.query(
-                "UPDATE packaging_jobs SET progress = ?, updated_at = ?\(leaseRenewal) WHERE id = ? AND state = 'running'",
+                "UPDATE packaging_jobs SET progress = ?, updated_at = ? WHERE id = ? AND state = 'running'",
                 [.real(progress), .real(date.timeIntervalSince1970), .text(id)])
         }
     }
@@ -166,14 +174,14 @@ extension SQLStore {
         }
     }
 
-    /// How long a PostgreSQL job claim lasts without a renewal.
-    static let jobLease = 30
-
-    /// The assignment that renews a job's lease on PostgreSQL; nothing on SQLite, whose one process
-    /// owns every job.
+    /// The assignment that sets a job's lease on PostgreSQL, `lease` seconds (its one parameter,
+    /// `leaseValue`) after the database's `now()`; nothing on SQLite, whose one process owns every job.
     var leaseRenewal: String {
-        dialect == .postgres ? ", lease_expires_at = extract(epoch FROM now()) + \(Self.jobLease)" : ""
+        dialect == .postgres ? ", lease_expires_at = extract(epoch FROM now()) + ?" : ""
     }
+
+    /// The parameter `leaseRenewal` takes, in the place it stands in the statement.
+    func leaseValue(_ lease: TimeInterval) -> [SQLValue] { dialect == .postgres ? [.real(lease)] : [] }
 
     static let jobColumns = """
         SELECT id, seq, idempotency_key, fingerprint, input, asset_id, deny_keys_while_capturing, kid, state,

@@ -110,11 +110,46 @@ extension SQLStore {
             ])
     }
 
-    /// Changes an asset's key policy; false when there is no such asset.
+    /// Changes an asset's key policy; false when there is no such asset. On PostgreSQL, in the same
+    /// transaction, an asset event and a NOTIFY tell the other nodes.
     public func setPolicy(asset id: String, denyKeysWhileCapturing: Bool, at date: Date) throws(StoreError) -> Bool {
-        try changed(
-            "UPDATE assets SET deny_keys_while_capturing = ?, updated_at = ? WHERE id = ?",
-            [.integer(denyKeysWhileCapturing ? 1 : 0), .real(date.timeIntervalSince1970), .text(id)])
+        try with { database throws(StoreError) in
+            try database.transaction { () throws(StoreError) -> Bool in
+                try database.query(
+                    "UPDATE assets SET deny_keys_while_capturing = ?, updated_at = ? WHERE id = ?",
+                    [.integer(denyKeysWhileCapturing ? 1 : 0), .real(date.timeIntervalSince1970), .text(id)])
+                guard database.changes > 0 else { return false }
+                if dialect == .postgres {
+                    try database.query(
+                        "INSERT INTO asset_events (asset_id, at) VALUES (?, ?)",
+                        [.text(id), .real(date.timeIntervalSince1970)])
+                    try database.query("SELECT pg_notify('\(Self.eventChannel)', '')")
+                }
+                return true
+            }
+        }
+    }
+
+    /// The assets changed by asset events after `seq` and the newest event's `seq`; none on SQLite.
+    public func assetChanges(after seq: Int64) throws(StoreError) -> (assets: [String], through: Int64) {
+        guard dialect == .postgres else { return ([], seq) }
+        return try with { database throws(StoreError) in
+            let rows = try database.query(
+                "SELECT seq, asset_id FROM asset_events WHERE seq > ? ORDER BY seq LIMIT 1000", [.integer(seq)])
+            var assets: [String] = []
+            for row in rows {
+                if let id = row[1].text, !assets.contains(id) { assets.append(id) }
+            }
+            return (assets, rows.last?[0].integer ?? seq)
+        }
+    }
+
+    /// The newest asset event's `seq`, or 0.
+    public func latestAssetEventSeq() throws(StoreError) -> Int64 {
+        guard dialect == .postgres else { return 0 }
+        return try with { database throws(StoreError) in
+            try database.query("SELECT coalesce(max(seq), 0) FROM asset_events").first?.first?.integer ?? 0
+        }
     }
 
     /// The asset with `id`, or nil.
@@ -218,29 +253,33 @@ extension SQLStore {
             revokedAt: row[4] == .null ? nil : date(row[4]))
     }
 
-    /// Deletes sessions that expired before `date`, and on PostgreSQL session events from before it;
+    /// Deletes sessions that expired before `date`, and on PostgreSQL session and asset events from
+    /// before it;
     /// returns how many sessions went.
     public func deleteSessions(expiredBefore date: Date) throws(StoreError) -> Int {
         try with { database throws(StoreError) in
             if dialect == .postgres {
                 try database.query("DELETE FROM session_events WHERE at < ?", [.real(date.timeIntervalSince1970)])
+                try database.query("DELETE FROM asset_events WHERE at < ?", [.real(date.timeIntervalSince1970)])
             }
             try database.query("DELETE FROM sessions WHERE expires_at <= ?", [.real(date.timeIntervalSince1970)])
             return database.changes
         }
     }
 
-    /// Appends `event` numbered after the session's last one, then NOTIFY; nothing on SQLite.
-    public func appendSessionEvent(_ event: SessionEventRecord) throws(StoreError) {
-        guard dialect == .postgres else { return }
-        try with { database throws(StoreError) in
-            try database.transaction { () throws(StoreError) in
-                try database.query(
+    /// Appends `event` numbered after the session's last one, then NOTIFY, and returns its number in
+    /// the session; nothing on SQLite.
+    @discardableResult
+    public func appendSessionEvent(_ event: SessionEventRecord) throws(StoreError) -> Int64? {
+        guard dialect == .postgres else { return nil }
+        return try with { database throws(StoreError) in
+            try database.transaction { () throws(StoreError) -> Int64? in
+                let rows = try database.query(
                     """
                     WITH next AS (UPDATE sessions SET event_seq = event_seq + 1 WHERE id = ? RETURNING id, event_seq)
                     INSERT INTO session_events (session_id, session_seq, kind, state, reason, since, report_seq,
-                        observed_at, lease_expires_at, at, origin)
-                    SELECT id, event_seq, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM next
+                        observed_at, lease_expires_at, at, origin, announced)
+                    SELECT id, event_seq, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM next RETURNING session_seq
                     """,
                     [
                         .text(event.sessionID), .text(event.kind.rawValue), optionalText(event.state),
@@ -248,9 +287,11 @@ extension SQLStore {
                         event.reportSeq.map { .integer($0) } ?? .null,
                         optionalDate(event.observedAt), optionalDate(event.leaseExpiresAt),
                         .real(event.at.timeIntervalSince1970), .text(event.origin),
+                        .integer(event.announced ? 1 : 0),
                     ])
                 // Delivered at commit, never before the row is visible.
                 try database.query("SELECT pg_notify('\(Self.eventChannel)', '')")
+                return rows.first?.first?.integer
             }
         }
     }
@@ -260,19 +301,37 @@ extension SQLStore {
         guard dialect == .postgres else { return [] }
         return try with { database throws(StoreError) in
             try database.query(
-                """
-                SELECT seq, session_id, session_seq, kind, state, reason, since, report_seq, observed_at,
-                    lease_expires_at, at, origin FROM session_events WHERE seq > ? ORDER BY seq LIMIT ?
-                """, [.integer(seq), .integer(Int64(limit))]
-            ).map { row in
-                SessionEventRecord(
-                    seq: row[0].integer ?? 0, sessionID: row[1].text ?? "", sessionSeq: row[2].integer ?? 0,
-                    kind: SessionEventRecord.Kind(rawValue: row[3].text ?? "") ?? .capture, state: row[4].text,
-                    reason: row[5].text, since: nullableDate(row[6]), reportSeq: row[7].integer,
-                    observedAt: nullableDate(row[8]), leaseExpiresAt: nullableDate(row[9]), at: Self.date(row[10]),
-                    origin: row[11].text ?? "")
-            }
+                "\(Self.eventColumns) WHERE seq > ? ORDER BY seq LIMIT ?", [.integer(seq), .integer(Int64(limit))]
+            ).map(Self.sessionEvent(from:))
         }
+    }
+
+    /// Up to `limit` announced events of `session` after its event `sessionSeq`, oldest first; none
+    /// on SQLite.
+    public func sessionEvents(
+        session: String, after sessionSeq: Int64, limit: Int
+    ) throws(StoreError) -> [SessionEventRecord] {
+        guard dialect == .postgres else { return [] }
+        return try with { database throws(StoreError) in
+            try database.query(
+                "\(Self.eventColumns) WHERE session_id = ? AND session_seq > ? AND announced ORDER BY session_seq LIMIT ?",
+                [.text(session), .integer(sessionSeq), .integer(Int64(limit))]
+            ).map(Self.sessionEvent(from:))
+        }
+    }
+
+    static let eventColumns = """
+        SELECT seq, session_id, session_seq, kind, state, reason, since, report_seq, observed_at,
+            lease_expires_at, at, origin, announced FROM session_events
+        """
+
+    static func sessionEvent(from row: [SQLValue]) -> SessionEventRecord {
+        SessionEventRecord(
+            seq: row[0].integer ?? 0, sessionID: row[1].text ?? "", sessionSeq: row[2].integer ?? 0,
+            kind: SessionEventRecord.Kind(rawValue: row[3].text ?? "") ?? .capture, state: row[4].text,
+            reason: row[5].text, since: nullableDate(row[6]), reportSeq: row[7].integer,
+            observedAt: nullableDate(row[8]), leaseExpiresAt: nullableDate(row[9]), at: Self.date(row[10]),
+            origin: row[11].text ?? "", announced: row[12].integer != 0)
     }
 
     /// The newest event's `seq`, or 0.

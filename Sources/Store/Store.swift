@@ -26,8 +26,14 @@ public protocol Store: AuditWriting {
     func saveAsset(_ asset: AssetRecord, keys: [ContentKeyRecord]) throws(StoreError)
     /// Stores one content key, wrapped under the KEK.
     func saveKey(_ key: ContentKeyRecord) throws(StoreError)
-    /// Changes an asset's key policy; false when there is no such asset.
+    /// Changes an asset's key policy; false when there is no such asset. On PostgreSQL the change is
+    /// also an asset event, and listening nodes are told to look.
     func setPolicy(asset id: String, denyKeysWhileCapturing: Bool, at date: Date) throws(StoreError) -> Bool
+    /// The IDs of assets changed by events after `seq`, with the newest event's `seq` (`seq` itself
+    /// when there is none); on SQLite none.
+    func assetChanges(after seq: Int64) throws(StoreError) -> (assets: [String], through: Int64)
+    /// The newest asset event's `seq`, or 0.
+    func latestAssetEventSeq() throws(StoreError) -> Int64
     /// The asset with `id`, or nil.
     func asset(_ id: String) throws(StoreError) -> AssetRecord?
     /// Every asset, ordered by ID.
@@ -50,10 +56,17 @@ public protocol Store: AuditWriting {
     func deleteSessions(expiredBefore date: Date) throws(StoreError) -> Int
 
     // Session events, for the nodes sharing a store (SQLite, which none share, keeps none).
-    /// Appends `event` with the session's next sequence number and tells listening nodes to look.
-    func appendSessionEvent(_ event: SessionEventRecord) throws(StoreError)
+    /// Appends `event` with the session's next sequence number and tells listening nodes to look;
+    /// returns that number (nil on SQLite, which keeps no events).
+    @discardableResult
+    func appendSessionEvent(_ event: SessionEventRecord) throws(StoreError) -> Int64?
     /// Up to `limit` events after `seq`, oldest first.
     func sessionEvents(after seq: Int64, limit: Int) throws(StoreError) -> [SessionEventRecord]
+    /// Up to `limit` announced events of `session` numbered after `sessionSeq` in that session,
+    /// oldest first: what an event stream resumed with `Last-Event-ID` missed.
+    func sessionEvents(
+        session: String, after sessionSeq: Int64, limit: Int
+    ) throws(StoreError) -> [SessionEventRecord]
     /// The newest event's `seq`, or 0.
     func latestSessionEventSeq() throws(StoreError) -> Int64
     /// Calls `onNotify` on a thread of its own whenever another node may have appended events, and
@@ -83,7 +96,12 @@ public protocol Store: AuditWriting {
     /// Jobs in `state`, oldest first.
     func jobs(in state: JobState) throws(StoreError) -> [JobRecord]
     /// Marks the oldest queued job running, counting the attempt, and returns it; nil when none waits.
-    func claimNextJob(at date: Date) throws(StoreError) -> JobRecord?
+    /// On PostgreSQL the claim holds for `lease` seconds by the database's clock unless renewed.
+    func claimNextJob(at date: Date, lease: TimeInterval) throws(StoreError) -> JobRecord?
+    /// Renews the lease of attempt `attempt` of a running job for `lease` seconds from the database's
+    /// clock; false when that attempt no longer holds the job (it finished, was cancelled, or its lease
+    /// lapsed and another node took it over).
+    func renewJobLease(_ id: String, attempt: Int, lease: TimeInterval) throws(StoreError) -> Bool
     /// Records a running job's progress.
     func setJobProgress(_ id: String, progress: Double, at date: Date) throws(StoreError)
     /// Moves a job that is not yet final to `state`; false when it was already final.
@@ -108,6 +126,11 @@ public protocol Store: AuditWriting {
 }
 
 extension Store {
+    /// Claims the oldest queued job with the default lease (`defaultJobLease`).
+    public func claimNextJob(at date: Date) throws(StoreError) -> JobRecord? {
+        try claimNextJob(at: date, lease: defaultJobLease)
+    }
+
     /// Stores `asset` with no keys.
     public func saveAsset(_ asset: AssetRecord) throws(StoreError) { try saveAsset(asset, keys: []) }
 
@@ -126,6 +149,9 @@ extension Store {
         try finishJob(id, state: state, error: nil, output: output, at: date)
     }
 }
+
+/// How long a job claim on a shared store lasts without a renewal, unless configured otherwise.
+public let defaultJobLease: TimeInterval = 30
 
 /// A running `listen`; `stop` ends it.
 public protocol StoreListener: Sendable {

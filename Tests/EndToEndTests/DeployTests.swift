@@ -29,17 +29,48 @@ import Testing
         #expect(!verify.stderr.contains("guardplay.service:"), "\(verify.stderr)")
     }
 
-    /// The unit's sandbox, as `systemd-analyze security` rates it (5.6 MEDIUM before), and its KEK
-    /// credential, which the example configuration leaves the gateway to find.
-    @Test func theSystemdUnitIsSandboxedAndPassesTheKEKAsACredential() throws {
-        let unit = Self.deploy.appendingPathComponent("guardplay.service").path
-        let analysis = try run("/usr/bin/systemd-analyze", ["security", "--offline=yes", "--no-pager", unit])
-        let prefix = "Overall exposure level for guardplay.service: "
+    /// The template unit for several nodes: one configuration per instance, the sandbox of the single
+    /// unit, verified by systemd as an instance.
+    @Test func theNodeTemplateUnitVerifiesAsAnInstanceWithTheSameSandbox() throws {
+        let template = try String(contentsOf: Self.deploy.appendingPathComponent("guardplay@.service"), encoding: .utf8)
+        let single = try String(contentsOf: Self.deploy.appendingPathComponent("guardplay.service"), encoding: .utf8)
+        #expect(template.contains("\nExecStart=/usr/local/bin/guard-play serve --config /etc/guardplay/%i.conf\n"))
+        #expect(template.contains("\nUser=guardplay\n") && template.contains("\nDynamicUser=yes\n"))
+        // Every sandbox line of the single unit is in the template too.
+        let directives = single.split(separator: "\n").filter {
+            !$0.hasPrefix("#") && $0.contains("=") && !$0.hasPrefix("ExecStart") && !$0.hasPrefix("Description")
+                && !$0.hasPrefix("After")
+        }
+        for directive in directives { #expect(template.contains("\n\(directive)\n"), "\(directive)") }
+
+        let directory = try TemporaryDirectory()
+        let path = directory.path("guardplay@node1.service")
+        try template.replacingOccurrences(of: "/usr/local/bin/guard-play", with: guardPlayBinary).write(
+            toFile: path, atomically: true, encoding: .utf8)
+        let verify = try run("/usr/bin/systemd-analyze", ["verify", path])
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(!verify.stderr.contains("guardplay@node1.service:"), "\(verify.stderr)")
+        let (exposure, analysis) = try Self.exposure(path, named: "guardplay@node1.service")
+        #expect(exposure < 2.0, "\(analysis)")
+    }
+
+    /// The overall exposure `systemd-analyze security` rates the unit file at `path` with, and its report.
+    static func exposure(_ path: String, named name: String) throws -> (Double, String) {
+        let analysis = try run("/usr/bin/systemd-analyze", ["security", "--offline=yes", "--no-pager", path])
+        let prefix = "Overall exposure level for \(name): "
         let line = try #require(
             analysis.stdout.split(separator: "\n").first { $0.contains(prefix) }, "\(analysis.stdout)\(analysis.stderr)"
         )
         let exposure = try #require(Double(line.components(separatedBy: prefix)[1].prefix { $0 != " " }), "\(line)")
-        #expect(exposure < 2.0, "\(analysis.stdout)")
+        return (exposure, analysis.stdout)
+    }
+
+    /// The unit's sandbox, as `systemd-analyze security` rates it (5.6 MEDIUM before), and its KEK
+    /// credential, which the example configuration leaves the gateway to find.
+    @Test func theSystemdUnitIsSandboxedAndPassesTheKEKAsACredential() throws {
+        let unit = Self.deploy.appendingPathComponent("guardplay.service").path
+        let (exposure, analysis) = try Self.exposure(unit, named: "guardplay.service")
+        #expect(exposure < 2.0, "\(analysis)")
         let text = try String(contentsOfFile: unit, encoding: .utf8)
         for directive in [
             "CapabilityBoundingSet=\n", "SystemCallFilter=@system-service\n", "SystemCallFilter=~@privileged\n",
@@ -379,7 +410,9 @@ import Testing
 final class NginxFront {
     let prefix: TemporaryDirectory
     private(set) var port: UInt16
-    let upstreamPort: UInt16
+    /// The gateway nodes nginx's upstream lists, in turn.
+    let upstreamPorts: [UInt16]
+    var upstreamPort: UInt16 { upstreamPorts[0] }
     var process: SpawnedProcess?
     let syntaxCheck: ProcessResult
     var certificate: String { prefix.path("cert.pem") }
@@ -389,9 +422,12 @@ final class NginxFront {
     var accessLog: String { prefix.path("logs/site-access.log") }
     var siteErrorLog: String { prefix.path("logs/site-error.log") }
 
-    init(upstreamPort: UInt16) throws {
+    convenience init(upstreamPort: UInt16) throws { try self.init(upstreamPorts: [upstreamPort]) }
+
+    /// nginx over the nodes at `upstreamPorts` on loopback.
+    init(upstreamPorts: [UInt16]) throws {
         prefix = try TemporaryDirectory()
-        self.upstreamPort = upstreamPort
+        self.upstreamPorts = upstreamPorts
         port = try freePort()
         let root = prefix.url.path
         for name in ["cache", "logs", "temp"] {
@@ -421,7 +457,7 @@ final class NginxFront {
 
             """
         try main.write(toFile: prefix.path("nginx.conf"), atomically: true, encoding: .utf8)
-        try Self.writeSite(in: prefix, port: port, upstreamPort: upstreamPort)
+        try Self.writeSite(in: prefix, port: port, upstreamPorts: upstreamPorts)
         // Worker processes run as an unprivileged user when the tests run as root.
         _ = try run("/bin/chmod", ["-R", "a+rwX", root])
         syntaxCheck = try run("/usr/sbin/nginx", ["-t", "-p", root + "/", "-c", prefix.path("nginx.conf")])
@@ -429,13 +465,13 @@ final class NginxFront {
 
     deinit { stop() }
 
-    /// Writes deploy/nginx/guardplay.conf into `prefix`, pointed at `port`, `upstreamPort` and the
-    /// prefix's paths; each must be there exactly once.
-    private static func writeSite(in prefix: TemporaryDirectory, port: UInt16, upstreamPort: UInt16) throws {
+    /// Writes deploy/nginx/guardplay.conf into `prefix`, pointed at `port`, the nodes at
+    /// `upstreamPorts` and the prefix's paths; each must be there exactly once.
+    private static func writeSite(in prefix: TemporaryDirectory, port: UInt16, upstreamPorts: [UInt16]) throws {
         var site = try String(
             contentsOf: repositoryRoot.appendingPathComponent("deploy/nginx/guardplay.conf"), encoding: .utf8)
         let substitutions = [
-            ("server 127.0.0.1:8080;", "server 127.0.0.1:\(upstreamPort);"),
+            ("server 127.0.0.1:8080;", upstreamPorts.map { "server 127.0.0.1:\($0);" }.joined(separator: "\n    ")),
             ("listen 443 ssl http2;", "listen 127.0.0.1:\(port) ssl http2;"),
             ("/var/cache/nginx/guardplay", prefix.path("cache")),
             ("/etc/ssl/guardplay/fullchain.pem", prefix.path("cert.pem")),
@@ -478,7 +514,7 @@ final class NginxFront {
                         + fileText(errorOutput).suffix(1000))
             }
             port = try freePort()
-            try Self.writeSite(in: prefix, port: port, upstreamPort: upstreamPort)
+            try Self.writeSite(in: prefix, port: port, upstreamPorts: upstreamPorts)
         }
         throw RawClientError("nginx found its port taken five times over")
     }

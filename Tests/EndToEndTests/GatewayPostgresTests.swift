@@ -131,6 +131,283 @@ import Testing
         #expect(stream.next("revoked", timeout: 1) != nil, "\(stream.transcript)")
     }
 
+    @Test func aKeyPolicySetOnOneNodeHoldsOnAnotherWithinASecond() throws {
+        let url = try database()
+        let node1 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let node2 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let (admin, clip, session, token) = try node1.servingClip(denyKeysWhileCapturing: false)
+        // Node 2 holds the session and the key before the report and the change.
+        #expect(try node2.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 200)
+        let observed = ISO8601DateFormatter().string(from: Date())
+        let report = try node1.call(
+            "PUT", "/v1/sessions/\(session)/capture-state?token=\(token)",
+            body: #"{"capturing":true,"seq":1,"observedAt":"\#(observed)"}"#)
+        #expect(report.status == 200, "\(report.text)")
+        // Node 2 holds the asset, with its policy, and grants the key while the session captures.
+        #expect(
+            eventually(timeout: 5) {
+                (try? node2.call("GET", "/v1/sessions/\(session)", token: admin).text)?.contains(
+                    #""state":"capturing""#) == true
+            })
+        #expect(try node2.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 200)
+
+        let policy = try node1.call(
+            "PUT", "/v1/assets/clip/policy", token: admin, body: #"{"denyKeysWhileCapturing":true}"#)
+        #expect(policy.status == 200, "\(policy.text)")
+        let changed = Date()
+        var last: RawResponse?
+        let refused = eventually(timeout: 1) {
+            last = try? node2.call("GET", "/v1/keys/\(clip.kid)?token=\(token)")
+            return last?.status == 403
+        }
+        #expect(refused, "node 2 still answered \(last?.status ?? 0) after \(Date().timeIntervalSince(changed)) s")
+        #expect(last?.json?["type"] as? String == "/problems/capture-active")
+        #expect(
+            (try node2.call("GET", "/v1/assets/clip", token: admin).json?["denyKeysWhileCapturing"]) as? Bool == true)
+    }
+
+    @Test func aStreamResumedOnAnotherNodeWithLastEventIDReplaysExactlyWhatItMissed() throws {
+        let url = try database()
+        let node1 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let node2 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let (_, _, session, token) = try node1.servingClip()
+        let target = "/v1/sessions/\(session)/events?token=\(token)"
+        func report(_ node: GatewayServer, capturing: Bool, seq: Int) throws {
+            let observed = ISO8601DateFormatter().string(from: Date())
+            let response = try node.call(
+                "PUT", "/v1/sessions/\(session)/capture-state?token=\(token)",
+                body: #"{"capturing":\#(capturing),"seq":\#(seq),"observedAt":"\#(observed)"}"#)
+            #expect(response.status == 200, "\(response.text)")
+        }
+        let capturing = #""state":"capturing""#
+        let clear = #""state":"clear""#
+
+        // A stream on node 1 sees the first change with its ID, the change's number in the session.
+        var first: EventStreamReader? = try EventStreamReader(port: node1.port, target: target)
+        #expect(first?.next("capture-state", containing: #""state":"unknown""#) != nil)
+        try report(node1, capturing: true, seq: 1)
+        let seen = try #require(first?.nextEvent(timeout: 5))
+        #expect(seen.name == "capture-state" && seen.data.contains(capturing) && seen.id == "1", "\(seen)")
+        first = nil
+
+        // While the client is away: a change on node 2, a report on node 1 that only renews the lease
+        // (no event), and another change on node 2.
+        try report(node2, capturing: false, seq: 2)
+        try report(node1, capturing: false, seq: 3)
+        try report(node2, capturing: true, seq: 4)
+
+        // Resumed on node 2: exactly the two missed changes, in order, with their IDs; no opening state.
+        let resumed = try EventStreamReader(port: node2.port, target: target, headers: [("Last-Event-ID", "1")])
+        #expect(resumed.status == 200)
+        let replayed = resumed.events(quiet: 1.5)
+        #expect(replayed.map(\.id) == ["2", "4"], "\(replayed)")
+        #expect(replayed.count == 2 && replayed[0].data.contains(clear) && replayed[1].data.contains(capturing))
+        #expect(replayed.allSatisfy { $0.name == "capture-state" && $0.data.contains(#""reason":"reported""#) })
+
+        // Then live, from a report to node 1: once, with the next ID.
+        try report(node1, capturing: false, seq: 5)
+        let live = resumed.events(quiet: 1.5)
+        #expect(live.map(\.id) == ["5"] && live.first?.data.contains(clear) == true, "\(live)")
+
+        // A resumed stream whose ID is the newest gets nothing until the next change; one with no
+        // usable ID starts afresh with the current state.
+        let upToDate = try EventStreamReader(port: node1.port, target: target, headers: [("Last-Event-ID", "5")])
+        #expect(upToDate.events(quiet: 1).isEmpty, "\(upToDate.transcript)")
+        let afresh = try EventStreamReader(port: node1.port, target: target, headers: [("Last-Event-ID", "x")])
+        let opening = afresh.nextEvent(timeout: 5)
+        #expect(opening?.id == nil && opening?.data.contains(clear) == true, "\(afresh.transcript)")
+    }
+
+    @Test func aJobWhoseNodeIsKilledFinishesOnAnotherWithTheSameKey() throws {
+        let url = try database()
+        let lease = ["--store", url, "--job-lease", "3s"]
+        let node1 = try GatewayServer(lease)
+        // The nodes share the data directory (where job outputs go) and the input root, as storage
+        // every node reads.
+        let node2 = try GatewayServer(lease + ["--data", node1.dataDirectory, "--input-root", node1.inputRoot])
+        let admin = try node1.token("admin")
+        try node1.makeLongInput()
+        let job = try node1.submitJob(token: admin, input: "long.mp4", asset: "long")
+
+        // Whichever node claims it is killed once the job's key is stored; the other runs on.
+        var claimer: GatewayServer?
+        _ = eventually(timeout: 60) {
+            claimer = [node1, node2].first { $0.log.contains("jobs: \(job) claimed (attempt 1)") }
+            return claimer != nil
+        }
+        let first = try #require(claimer, "no node claimed \(job): \(node1.log) \(node2.log)")
+        let survivor = first === node1 ? node2 : node1
+        let keyRow =
+            "SELECT encode(wrapped, 'hex') FROM content_keys WHERE kid = "
+            + "(SELECT kid FROM packaging_jobs WHERE id = '\(job)')"
+        var wrapped = ""
+        _ = eventually(timeout: 60) {
+            wrapped = (try? query(keyRow, url)) ?? ""
+            return !wrapped.isEmpty
+        }
+        #expect(!wrapped.isEmpty)
+        #expect(try query("SELECT state FROM packaging_jobs WHERE id = '\(job)'", url) == "running")
+        first.kill9()
+
+        // The survivor takes the job over once its lease lapses by the database's clock, without a
+        // restart, and finishes it with the key the first attempt stored.
+        let finished = try survivor.pollJob(job, token: admin, timeout: 120) {
+            ["succeeded", "failed"].contains($0["state"] as? String)
+        }
+        #expect(finished?["state"] as? String == "succeeded", "\(String(describing: finished)) \(survivor.log)")
+        #expect(finished?["attempts"] as? Int == 2)
+        #expect(survivor.log.contains("jobs: \(job) claimed (attempt 2)"), "\(survivor.log)")
+        #expect(try query(keyRow, url) == wrapped, "the key was replaced")
+        #expect(try query("SELECT count(*) FROM content_keys", url) == "1")
+
+        // Its output plays through the survivor with that key.
+        let (_, token) = try survivor.session("long", token: admin)
+        let played = try run(
+            "/usr/bin/ffmpeg",
+            [
+                "-nostdin", "-loglevel", "error", "-i",
+                "http://127.0.0.1:\(survivor.port)/v1/hls/long/master.m3u8?token=\(token)", "-t", "2", "-f", "null",
+                "-",
+            ])
+        #expect(played.status == 0, "\(played.stderr)")
+    }
+
+    @Test func ffmpegPlaysAStreamWhosePlaylistsKeysAndSegmentsComeFromDifferentNodesThroughNginx() throws {
+        let url = try database()
+        let node1 = try GatewayServer(["--store", url])
+        // The other nodes share node 1's data directory and import root, as storage every node reads.
+        let shared = ["--store", url, "--data", node1.dataDirectory, "--import-root", node1.importRoot]
+        let node2 = try GatewayServer(shared)
+        let node3 = try GatewayServer(shared)
+        let (_, _, _, token) = try node1.servingClip()
+        let nodes = [node1, node2, node3]
+        let nginx = try NginxFront(upstreamPorts: nodes.map(\.port))
+        #expect(nginx.syntaxCheck.status == 0, "\(nginx.syntaxCheck.stderr)")
+        try nginx.start()
+        defer { nginx.stop() }
+
+        let played = try run(
+            "/usr/bin/ffmpeg",
+            [
+                "-nostdin", "-loglevel", "error", "-i", nginx.url("/v1/hls/clip/master.m3u8?token=\(token)"), "-f",
+                "null", "-",
+            ])
+        #expect(played.status == 0, "\(played.stderr)")
+
+        // nginx's access log names the node that answered each request: playlists, the key and the
+        // segments came from several, and every node served some.
+        var servedBy: [String: Set<String>] = [:]
+        _ = eventually(timeout: 10) {
+            servedBy = [:]
+            for line in fileText(nginx.accessLog).split(separator: "\n")
+            where line.contains("/v1/hls/") || line.contains("/v1/keys/") {
+                guard let upstream = line.components(separatedBy: "upstream=").last?.split(separator: "/").first,
+                    upstream.hasPrefix("127.0.0.1:")
+                else { continue }
+                let kind = line.contains("/v1/keys/") ? "key" : line.contains(".m3u8") ? "playlist" : "segment"
+                servedBy[kind, default: []].insert(String(upstream))
+            }
+            return servedBy["segment"] != nil && servedBy["key"] != nil
+        }
+        #expect(Set(servedBy.keys) == ["playlist", "key", "segment"], "\(fileText(nginx.accessLog))")
+        let all = servedBy.values.reduce(Set<String>()) { $0.union($1) }
+        #expect(all == Set(nodes.map { "127.0.0.1:\($0.port)" }), "\(servedBy)")
+        #expect(servedBy["playlist"].map { $0.count >= 2 } == true, "\(servedBy)")
+        #expect(servedBy["segment"].map { $0.count >= 2 } == true, "\(servedBy)")
+    }
+
+    @Test func aRestartOfPostgreSQLUnderLoadCostsOnlyDocumented503sAndNoCommittedRow() throws {
+        // A cluster of its own, since this test restarts it.
+        let cluster = try PostgresCluster()
+        defer { cluster.remove() }
+        let url = try cluster.createDatabase()
+        let node1 = try GatewayServer(["--store", url])
+        let node2 = try GatewayServer(["--store", url])
+        let (admin, clip, _, token) = try node1.servingClip()
+        #expect(try node2.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 200)
+
+        // wrk tallies every status it sees (a 503 without Retry-After apart) and prints them at the end.
+        let script = node1.directory.path("statuses.lua")
+        try """
+        local threads = {}
+        function setup(thread) table.insert(threads, thread) end
+        function init(args) statuses = {} end
+        function response(status, headers, body)
+          local key = tostring(status)
+          if status == 503 and headers["Retry-After"] == nil then key = "503-without-retry-after" end
+          statuses[key] = (statuses[key] or 0) + 1
+        end
+        function done(summary, latency, requests)
+          for _, thread in ipairs(threads) do
+            for key, count in pairs(thread:get("statuses")) do io.write("status " .. key .. " " .. count .. "\\n") end
+          end
+        end
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        // Bounded load: cached keys on both nodes, and a request that needs the database on each.
+        let loads = [
+            (node1, "/v1/keys/\(clip.kid)?token=\(token)", [String]()),
+            (node2, "/v1/keys/\(clip.kid)?token=\(token)", []),
+            (node1, "/v1/packaging-jobs", ["-H", "Authorization: Bearer \(admin)"]),
+            (node2, "/v1/packaging-jobs", ["-H", "Authorization: Bearer \(admin)"]),
+        ]
+        let wrks = try loads.enumerated().map { index, load in
+            let output = node1.directory.path("wrk-\(index).out")
+            let process = try SpawnedProcess(
+                ["/usr/bin/wrk", "-t", "1", "-c", "4", "-d", "8s", "-s", script] + load.2
+                    + ["http://127.0.0.1:\(load.0.port)\(load.1)"],
+                output: output, errors: output)
+            return (process, output)
+        }
+        // Sessions made while it runs: each one answered 201 must be in the database afterwards.
+        var created: [String] = []
+        var refused: [Int] = []
+        func createSession(on node: GatewayServer) {
+            guard let response = try? node.call("POST", "/v1/sessions", token: admin, body: #"{"asset":"clip"}"#)
+            else { return }
+            if response.status == 201, let id = response.json?["id"] as? String {
+                created.append(id)
+            } else {
+                refused.append(response.status)
+                #expect(response.status == 503 && response.header("Retry-After") != nil, "\(response.text)")
+            }
+        }
+        let loadStarted = Date()
+        while Date().timeIntervalSince(loadStarted) < 1.5 { createSession(on: node1) }
+        try cluster.restart()
+        let back = Date()
+        for node in [node1, node2] {
+            #expect(eventually(timeout: 5) { (try? node.call("GET", "/readyz").status) == 200 }, "\(node.log)")
+            #expect(
+                eventually(timeout: 5) {
+                    (try? node.call("POST", "/v1/sessions", token: admin, body: #"{"asset":"clip"}"#))?.status == 201
+                })
+        }
+        #expect(Date().timeIntervalSince(back) < 5 * 2)
+        while Date().timeIntervalSince(loadStarted) < 6 { createSession(on: node2) }
+
+        for (index, (process, output)) in wrks.enumerated() {
+            #expect(process.wait(timeout: 30) == 0, "\(fileText(output))")
+            var statuses: [String: Int] = [:]
+            for line in fileText(output).split(separator: "\n") where line.hasPrefix("status ") {
+                let fields = line.split(separator: " ")
+                statuses[String(fields[1]), default: 0] += Int(fields[2]) ?? 0
+            }
+            if index < 2 {
+                // Cached keys for a valid token never need the database.
+                #expect(Set(statuses.keys) == ["200"] && statuses["200", default: 0] > 0, "\(statuses)")
+            } else {
+                // What needs it is served or refused with 503 and Retry-After, never a 500.
+                #expect(
+                    Set(statuses.keys).isSubset(of: ["200", "503"]) && statuses["200", default: 0] > 0, "\(statuses)")
+            }
+        }
+        #expect(!created.isEmpty, "no session was created under load: \(refused)")
+        let stored = Set(
+            try cluster.query("SELECT id FROM sessions", url: url).split(separator: "\n").map(String.init))
+        #expect(Set(created).isSubset(of: stored), "lost: \(Set(created).subtracting(stored))")
+        #expect(node1.isRunning && node2.isRunning)
+    }
+
     @Test func servesCachedKeysThroughADatabaseOutageAnswers503ForTheRestAndReconnects() throws {
         // A cluster of its own, since this test stops it.
         let cluster = try PostgresCluster()

@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import HTTPServer
 import HTTPTestSupport
+import PostgresTestSupport
 import Store
 import Synchronization
 import Testing
@@ -111,6 +112,41 @@ final class FailingAuditWriter: AuditWriting {
         _ = gateway.deliverKey(kid: clipKID, token: nil, remote: "10.3.0.1")
         gateway.flushAudit()
         #expect(try fixture.store.refusalCounts().contains { $0.remote == "10.3.0.1" })
+    }
+
+    @Test(.timeLimit(.minutes(2))) func keepsGrantingOnPostgreSQLWhileItIsAwayAndCountsWhatTheCapDrops() throws {
+        // A cluster of its own, since the test stops it.
+        let cluster = try PostgresCluster()
+        defer { cluster.remove() }
+        let url = try cluster.createDatabase()
+        let fixture = try GatewayFixture(postgres: url) { $0.auditCapacity = 100 }
+        let gateway = fixture.gateway
+        let (_, token) = try gateway.createSession(asset: "clip", ttl: nil)
+        gateway.flushAudit()
+        let before = try fixture.store.auditCount()
+
+        try cluster.stop()
+        // Warm keys need no database; the batches that cannot be written wait, up to the cap.
+        for _ in 0..<250 {
+            #expect(gateway.deliverKey(kid: clipKID, token: token, remote: "10.0.0.1") == .success(clipKey))
+        }
+        gateway.flushAudit()
+        #expect(gateway.metrics.value("guardplay_audit_backlog") <= 100)
+        #expect(gateway.metrics.render().contains("guardplay_audit_store_failing 1\n"))
+        let dropped = gateway.metrics.render().split(separator: "\n").first {
+            $0.hasPrefix("guardplay_audit_dropped_total ")
+        }
+        let droppedCount = try #require(dropped.flatMap { Int($0.split(separator: " ")[1]) })
+        #expect(droppedCount >= 150, "\(String(describing: dropped))")
+
+        // Back: the retried batch is written, and nothing is counted twice.
+        try cluster.start()
+        gateway.flushAudit()
+        #expect(gateway.unreadyReason == nil, "\(gateway.unreadyReason ?? "")")
+        #expect(try fixture.store.auditCount() - before == 250 - droppedCount)
+        // The rows are the database's: another connection sees them.
+        let reopened = try PostgresStore(url: url, kek: testKEK)
+        #expect(try reopened.auditCount() == fixture.store.auditCount())
     }
 
     @Test func keepsGrantingWithinItsQueueCapWhileTheStoreFailsAndLogsOnce() throws {

@@ -138,7 +138,7 @@ import Testing
         let gateway = fixture.gateway
         let (session, _) = try gateway.createSession(asset: "clip", ttl: nil)
         let received = Mutex([SessionEvent]())
-        _ = gateway.events.subscribe(session: session.id) { event in
+        _ = gateway.events.subscribe(session: session.id) { event, _ in
             received.withLock { $0.append(event) }
             return true
         }

@@ -78,15 +78,19 @@ func writePackagedAsset(in scratch: Scratch, directory: String, keyURI: String) 
 final class GatewayFixture {
     let scratch: Scratch
     let clock = ManualClock()
-    let store: SQLiteStore
+    let store: any Store
     let gateway: Gateway
 
+    /// A gateway over SQLite under the scratch directory, or over the PostgreSQL database at
+    /// `postgres` when given.
     init(
-        engine: (any PackagingEngine)? = nil, auditWriter: (any AuditWriting)? = nil,
+        engine: (any PackagingEngine)? = nil, auditWriter: (any AuditWriting)? = nil, postgres: String? = nil,
         configure: (inout GatewayConfiguration) -> Void = { _ in }
     ) throws {
         scratch = try Scratch()
-        store = try SQLiteStore(directory: scratch.path + "/data", kek: testKEK)
+        store =
+            try postgres.map { try PostgresStore(url: $0, kek: testKEK) }
+            ?? SQLiteStore(directory: scratch.path + "/data", kek: testKEK)
         var configuration = GatewayConfiguration(
             dataDirectory: scratch.path + "/data", inputRoot: scratch.path + "/inputs",
             importRoots: [scratch.path + "/imports"])

@@ -198,6 +198,46 @@ public final class EventStreamReader {
         }
     }
 
+    /// One event as received: its name, its data line, and its `id:` when it carried one.
+    public struct Event: Equatable, CustomStringConvertible {
+        public let name: String
+        public let data: String
+        public let id: String?
+
+        public var description: String { "\(id.map { "#\($0) " } ?? "")\(name) \(data)" }
+    }
+
+    /// The next whole event (of any name, comment lines skipped); nil when none is complete within
+    /// `timeout` seconds.
+    public func nextEvent(timeout: Double = 10) -> Event? {
+        let deadline = Date().addingTimeInterval(timeout)
+        let marker = Array("event: ".utf8)
+        let blank = Array("\n\n".utf8)
+        while true {
+            if let start = find(marker, from: consumed), let end = find(blank, from: start) {
+                consumed = end + blank.count
+                var fields: [String: String] = [:]
+                for line in String(decoding: bytes[start..<end], as: UTF8.self).split(separator: "\n") {
+                    guard let colon = line.firstIndex(of: ":") else { continue }
+                    fields[String(line[..<colon])] = String(line[line.index(colon, offsetBy: 2)...])
+                }
+                return Event(name: fields["event"] ?? "", data: fields["data"] ?? "", id: fields["id"])
+            }
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else { return nil }
+            let more = client.read(timeout: remaining) { _ in true }
+            if more.isEmpty { return nil }
+            bytes += more
+        }
+    }
+
+    /// Every whole event that arrives until none has for `quiet` seconds.
+    public func events(quiet: Double) -> [Event] {
+        var received: [Event] = []
+        while let event = nextEvent(timeout: quiet) { received.append(event) }
+        return received
+    }
+
     /// True once the server has ended the stream with its last chunk.
     public func ended(timeout: Double = 10) -> Bool {
         let terminator = Array("0\r\n\r\n".utf8)

@@ -70,6 +70,15 @@ public final class PostgresCluster: Sendable {
         try run([Self.binaries + "/pg_ctl", "-D", directory + "/data", "-m", "fast", "-w", "stop"])
     }
 
+    /// Restarts the server (`pg_ctl restart -m fast`), waiting until it takes connections again:
+    /// clients see their connections close.
+    public func restart() throws {
+        try run([
+            Self.binaries + "/pg_ctl", "-D", directory + "/data", "-l", directory + "/server.log", "-m", "fast", "-w",
+            "restart",
+        ])
+    }
+
     /// Stops the server and removes the directory.
     public func remove() {
         try? run([Self.binaries + "/pg_ctl", "-D", directory + "/data", "-m", "immediate", "-w", "stop"])

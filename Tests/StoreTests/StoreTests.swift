@@ -268,6 +268,62 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         #expect(try store.jobs(in: .running).isEmpty)
     }
 
+    @Test(arguments: Backend.allCases) func numbersSessionEventsPerSessionAndReplaysTheAnnouncedOnes(
+        _ backend: Backend
+    ) throws {
+        let temporary = try TemporaryStore(backend)
+        defer { withExtendedLifetime(temporary) {} }
+        let store = temporary.store
+        for id in ["s1", "s2"] {
+            try store.insertSession(SessionRecord(id: id, assetID: "clip", createdAt: epoch, expiresAt: epoch + 60))
+        }
+        let appended = try [("s1", true), ("s2", true), ("s1", false), ("s1", true)].map { id, announced in
+            try store.appendSessionEvent(
+                SessionEventRecord(
+                    sessionID: id, kind: .capture, state: "clear", at: epoch, origin: "n", announced: announced))
+        }
+        switch backend {
+        case .sqlite:
+            #expect(appended == [nil, nil, nil, nil])
+            #expect(try store.sessionEvents(session: "s1", after: 0, limit: 10).isEmpty)
+        case .postgres:
+            #expect(appended == [1, 1, 2, 3])
+            // A resumed stream gets the session's announced events after its ID, not the renewal.
+            #expect(try store.sessionEvents(session: "s1", after: 0, limit: 10).map(\.sessionSeq) == [1, 3])
+            #expect(try store.sessionEvents(session: "s1", after: 1, limit: 10).map(\.sessionSeq) == [3])
+            #expect(try store.sessionEvents(session: "s1", after: 0, limit: 1).map(\.sessionSeq) == [1])
+            // Every node still reads every event, renewals included.
+            #expect(try store.sessionEvents(after: 0, limit: 10).map(\.announced) == [true, true, false, true])
+        }
+    }
+
+    @Test(arguments: Backend.allCases) func renewsAJobsLeaseOnlyForTheAttemptThatHoldsIt(_ backend: Backend) throws {
+        let temporary = try TemporaryStore(backend)
+        defer { withExtendedLifetime(temporary) {} }
+        let store = temporary.store
+        _ = try store.insertJob(job("j1"))
+        let claimed = try #require(try store.claimNextJob(at: epoch, lease: 2))
+        #expect(try store.renewJobLease("j1", attempt: claimed.attempts, lease: 60))
+        #expect(try !store.renewJobLease("j1", attempt: claimed.attempts + 1, lease: 60))
+        if backend == .postgres {
+            // The lease is the database's clock plus the lease given, at the claim and at each renewal.
+            let left = {
+                try temporary.scalar("SELECT lease_expires_at - extract(epoch FROM now()) FROM packaging_jobs")?.real
+                    ?? 0
+            }
+            #expect((50...60).contains(try left()))
+            #expect(try store.renewJobLease("j1", attempt: 1, lease: 5))
+            #expect((0...5).contains(try left()))
+            // Lapsed and taken over: the first attempt no longer holds the job.
+            try temporary.execute("UPDATE packaging_jobs SET lease_expires_at = extract(epoch FROM now()) - 1")
+            #expect(try store.recoverInterruptedJobs(maxAttempts: 3, at: epoch + 1).map(\.state) == [.queued])
+            #expect(try store.claimNextJob(at: epoch + 2, lease: 30)?.attempts == 2)
+            #expect(try !store.renewJobLease("j1", attempt: 1, lease: 30))
+        }
+        _ = try store.finishJob("j1", state: .succeeded, at: epoch + 3)
+        #expect(try !store.renewJobLease("j1", attempt: backend == .postgres ? 2 : 1, lease: 30))
+    }
+
     @Test(arguments: Backend.allCases) func pagesJobsNewestFirst(_ backend: Backend) throws {
         let temporary = try TemporaryStore(backend)
         defer { withExtendedLifetime(temporary) {} }
@@ -315,6 +371,46 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         // Everything before epoch + 60 s goes: the first minute's two rows; the record and the later row stay.
         #expect(try store.pruneAudit(before: minute + 60) == 2)
         #expect(try store.refusalCounts().map(\.count) == [2] && store.auditCount() == 1)
+    }
+
+    @Test func pipelinesABatchOfAuditRecordsInAFewRoundTrips() throws {
+        let temporary = try TemporaryStore(.postgres)
+        defer { withExtendedLifetime(temporary) {} }
+        let store = temporary.store
+        let roundTrips = { try store.with { ($0 as? PostgresConnection)?.roundTrips ?? 0 } }
+        let records = (0..<1000).map { index in
+            AuditRecord(at: epoch + Double(index), action: "key", outcome: "granted", kid: "k\(index)")
+        }
+        let refusals = (0..<3).map {
+            AuditRefusalCount(minute: epoch, reason: "token-missing", remote: "10.0.0.\($0)", count: 2)
+        }
+        let before = try roundTrips()
+        try store.appendAudit(records, refusals: refusals)
+        let spent = try roundTrips() - before
+        // BEGIN, COMMIT and one per 256 statements, not one per row.
+        #expect(spent <= 2 + 4 + 1, "\(spent) round trips")
+        let reopened = try temporary.reopen()
+        #expect(try reopened.auditCount() == 1000)
+        #expect(try reopened.recentAudit(limit: 2).map(\.kid) == ["k999", "k998"])
+        #expect(try reopened.refusalCounts().map(\.count) == [2, 2, 2])
+
+        // A statement that fails ends the pipeline: nothing of it stays, the error names it, and the
+        // connection works on.
+        #expect {
+            try store.with { database throws(StoreError) in
+                try database.execute(
+                    "INSERT INTO audit_refusals (minute, reason, remote, count) VALUES (?, ?, ?, ?)",
+                    rows: [
+                        [.real(1), .text("r"), .text("a"), .integer(1)],
+                        [.real(1), .text("r"), .text("a"), .integer(1)],
+                        [.real(2), .text("r"), .text("a"), .integer(1)],
+                    ])
+            }
+        } throws: { error in
+            "\(error)".contains("pipeline(INSERT INTO audit_refusals") && "\(error)".contains("SQLSTATE 23505")
+        }
+        #expect(try store.refusalCounts().count == 3)
+        #expect(try store.auditCount() == 1000)
     }
 
     @Test func upgradesAVersion1DatabaseKeepingItsAuditRows() throws {
