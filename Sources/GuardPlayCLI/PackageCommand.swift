@@ -111,6 +111,7 @@ enum PackageCommand {
         options.encryption =
             try parsed.parsed("encryption", as: "sample-aes, cenc, aes-128 or none", EncryptionMode.init) ?? .sampleAES
         options.container = try parsed.parsed("container", as: "ts or fmp4", ContainerFormat.init) ?? .transportStream
+        options.containerIsDefault = !parsed.has("container")
         options.licenseURL = parsed.value("license-url")
         options.audioFormat =
             try parsed.parsed("audio-format", as: "ts or packed", AudioSegmentFormat.init) ?? .transportStream

@@ -151,7 +151,7 @@ final class AudioCopyProducer: AccessUnitProducer {
                     audioSetup = AudioSetupInformation(audioType: codec == .ac3 ? "zac3" : "zec3", setupData: setup)
                 }
             }
-        case .h264:
+        case .h264, .hevc:
             preconditionFailure("AudioCopyProducer given video")
         }
         let time = mapper.map(pts: packet.optionalPTS, dts: packet.optionalDTS, duration: packet.duration)
@@ -168,7 +168,7 @@ final class AudioCopyProducer: AccessUnitProducer {
         case .aac: (config ?? adtsConfig)?.codecString
         case .ac3: "ac-3"
         case .eac3: "ec-3"
-        case .h264: nil
+        case .h264, .hevc: nil
         }
     }
 

@@ -38,6 +38,8 @@ public struct PackagingJob: Sendable {
             stillFrames, max(1, Int((options.segmentDuration * Double(StillImageProducer.frameRate)).rounded())))
         let reader = try SourceReader(
             path: options.input, stillFrames: stillFrames, stillGOP: stillGOP, maxPixels: options.maxPixels)
+        let (options, containerNotices) = try Self.container(for: reader.plan, options: options)
+        for text in containerNotices { notice?(text) }
         var notices: [String] = []
         for text in reader.notices {
             notices.append(text)
@@ -65,7 +67,7 @@ public struct PackagingJob: Sendable {
                 notices.append(text)
                 notice?(text)
             }
-            result.notices = notices
+            result.notices = containerNotices + notices
             stagedKey = try keys.stageKeyFile()
             if cancellation?.isCancelled == true { throw PackagingError(.cancelled, "packaging was cancelled") }
             // The last checks before anything is replaced: the key file is still no link and no file of
@@ -88,6 +90,27 @@ public struct PackagingJob: Sendable {
             if let stagedKey { unlink(stagedKey) }
             throw error
         }
+    }
+
+    /// The options with the container HEVC needs: fMP4 when none was asked for (and a notice saying
+    /// so); with `--container ts`, the refusal and its hint.
+    static func container(for plan: StreamPlan, options: PackagingOptions) throws(PackagingError) -> (
+        PackagingOptions, [String]
+    ) {
+        guard plan.video?.codec == .hevc, options.container == .transportStream else { return (options, []) }
+        guard options.containerIsDefault else {
+            throw PackagingError(
+                .unsupportedCodec,
+                "the video is HEVC (H.265), which SAMPLE-AES in MPEG-TS does not define (Apple's HLS carries HEVC "
+                    + "in fMP4 only): use --container fmp4 (CENC cbcs), or leave --container out")
+        }
+        guard options.audioFormat != .packed else {
+            throw PackagingError(
+                .invalidOptions, "the video is HEVC, which is packaged as fMP4, and packed audio is a TS-path format")
+        }
+        var chosen = options
+        chosen.container = .fragmentedMP4
+        return (chosen, ["the video is HEVC: packaging it as fMP4 (CMAF, --container fmp4), as HLS carries HEVC"])
     }
 
     private func validate() throws(PackagingError) {

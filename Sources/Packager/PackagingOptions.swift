@@ -64,6 +64,9 @@ public struct PackagingOptions: Sendable, Equatable {
     public var encryption: EncryptionMode = .sampleAES
     /// The segment container.
     public var container: ContainerFormat = .transportStream
+    /// True when no container was asked for (`--container` absent): HEVC input then gets fMP4 with a
+    /// notice instead of the TS refusal.
+    public var containerIsDefault = true
     /// The Clear Key license server the DASH manifest names (fMP4 only), or nil.
     public var licenseURL: String?
     /// The target segment duration in seconds; video is cut at the first IDR at or after it.
