@@ -61,10 +61,14 @@ openapi:
 	scripts/embed-openapi.sh
 
 # The CI packaging pipeline: every fixture in media/ packaged as SAMPLE-AES HLS and verified against
-# its source by `guard-play catalogue` (docs/CI.md shows media teams how to run it on theirs).
+# its source by `guard-play catalogue` (docs/CI.md shows media teams how to run it on theirs), in both
+# containers: MPEG-TS (the default; HEVC goes to fMP4 there) and fMP4 with cbcs, where AC-3 and E-AC-3
+# are skipped with the reason.
 catalogue: build
 	$(BIN) catalogue media --out out/catalogue --force --report out/catalogue-report.json \
 		--junit out/catalogue-junit.xml
+	$(BIN) catalogue media --out out/catalogue-fmp4 --container fmp4 --force \
+		--report out/catalogue-fmp4-report.json --junit out/catalogue-fmp4-junit.xml
 
 # Release artefacts in dist/ from the sources as they are: a tarball and a .deb (Depends: derived from
 # the binary's NEEDED entries) with a --static-swift-stdlib binary, man page, completions, systemd unit

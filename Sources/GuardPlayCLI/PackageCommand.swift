@@ -132,7 +132,7 @@ enum PackageCommand {
         case .inputUnrecognised: .inputUnrecognised
         case .inputCorrupt: .inputTruncated
         case .inputNoStreams: .inputNoStreams
-        case .unsupportedCodec: .inputUnsupported
+        case .unsupportedCodec, .containerUnsupported: .inputUnsupported
         case .encryptedInput: .inputEncrypted
         case .outputExists: .outputExists
         case .pathConflict: .usage

@@ -30,7 +30,7 @@ struct FragmentedPackagingRun {
         let streams = plan.streams
         for planned in streams where planned.codec == .ac3 || planned.codec == .eac3 {
             throw PackagingError(
-                .unsupportedCodec,
+                .containerUnsupported,
                 "audio stream \(planned.source.index) is \(planned.codec == .ac3 ? "AC-3" : "E-AC-3"), which the fMP4 "
                     + "path does not package yet: use --container ts, or transcode the audio to AAC")
         }

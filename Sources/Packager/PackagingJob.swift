@@ -100,7 +100,7 @@ public struct PackagingJob: Sendable {
         guard plan.video?.codec == .hevc, options.container == .transportStream else { return (options, []) }
         guard options.containerIsDefault else {
             throw PackagingError(
-                .unsupportedCodec,
+                .containerUnsupported,
                 "the video is HEVC (H.265), which SAMPLE-AES in MPEG-TS does not define (Apple's HLS carries HEVC "
                     + "in fMP4 only): use --container fmp4 (CENC cbcs), or leave --container out")
         }

@@ -54,7 +54,7 @@ private func stream(
             _ = try PackagingJob.container(for: plan, options: explicit)
             Issue.record("HEVC was packaged to TS")
         } catch {
-            #expect(error.kind == .unsupportedCodec && error.message.contains("--container fmp4"))
+            #expect(error.kind == .containerUnsupported && error.message.contains("--container fmp4"))
         }
         explicit.container = .fragmentedMP4
         #expect(try PackagingJob.container(for: plan, options: explicit).0.container == .fragmentedMP4)
