@@ -67,6 +67,27 @@ import Testing
         #expect(FrameComparison(video[0].hashes, reference[0].hashes, offset: 0).equal == 75)
     }
 
+    /// The DASH manifest names the same HEVC segments: FFmpeg's dash demuxer decrypts `cenc` and `cbcs`
+    /// with its `cenc_decryption_key` to the source's frames, and under another key to none of them.
+    @Test(arguments: ["cenc", "sample-aes"])
+    func ffmpegPlaysTheHEVCDASHManifest(_ encryption: String) throws {
+        let directory = try TemporaryDirectory()
+        let output = directory.path("out")
+        let result = try package(fixture("hevc.mp4"), output, ["--container", "fmp4", "--encryption", encryption])
+        #expect(result.status == 0, "\(result.stderr)")
+        let manifest = URL(fileURLWithPath: output + "/manifest.mpd").standardizedFileURL.path
+        let reference = try frameHashes(fixture("hevc.mp4")).filter { $0.mediaType == "video" }
+        let decoded = try frameHashes(manifest, options: ["-cenc_decryption_key", testKey])
+        let video = decoded.filter { $0.mediaType == "video" }
+        try #require(video.count == 1 && reference.count == 1)
+        let comparison = FrameComparison(video[0].hashes, reference[0].hashes, offset: 0)
+        #expect(comparison.decoded == 75 && comparison.equal == 75, "\(comparison)")
+        let wrong = try frameHashes(
+            manifest, options: ["-cenc_decryption_key", "ffeeddccbbaa99887766554433221100"], mayFail: true)
+        let wrongVideo = wrong.first { $0.mediaType == "video" }?.hashes ?? []
+        #expect(FrameComparison(wrongVideo, reference[0].hashes, offset: 0).equal == 0)
+    }
+
     /// `verify` recomputes each slice's clear bytes and decrypts every sample to the source, bit for bit,
     /// for every container and scheme.
     @Test(arguments: containers, ["sample-aes", "cenc", "none"])
