@@ -105,7 +105,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "MediaCore", "CaptureDetectors", "ProcessTestSupport", "HTTPTestSupport", "Crypto",
-                "PostgresTestSupport",
+                "PostgresTestSupport", "MediaFormats",
             ]),
         // Replays fuzz/corpus and fuzz/regressions through every target on each `make test`.
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "ProcessTestSupport"]),

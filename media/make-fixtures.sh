@@ -62,6 +62,17 @@ done
     -map 0:v -map 1:a -map 2:a -c:v libx264 -preset fast -bf 2 -g 50 -sc_threshold 0 -crf 30 -pix_fmt yuv420p \
     -c:a aac -b:a 64k -metadata:s:a:0 language=eng -metadata:s:a:1 language=fra -shortest "$out/dual-audio.mp4"
 
+# hevc.mp4, hevc-mkv.mkv and hevc-ts.ts: 3 s of 320x180 HEVC (libx265, Main, 1 s closed GOPs, B-frames, two
+# slices a picture with wavefront entry points) and 48 kHz stereo AAC, for the fMP4 packager: one encode,
+# copied into MP4 ('hvc1', parameter sets in hvcC), Matroska and MPEG-TS (Annex-B, parameter sets in band).
+"${ff[@]}" -f lavfi -i "testsrc2=size=320x180:rate=25:duration=3" \
+    -f lavfi -i "aevalsrc=${left}|${right}:s=48000:d=3" \
+    -c:v libx265 -preset fast -crf 32 -pix_fmt yuv420p -tag:v hvc1 \
+    -x265-params "log-level=error:keyint=25:min-keyint=25:scenecut=0:open-gop=0:bframes=3:slices=2:wpp=1" \
+    -c:a aac -b:a 48k -shortest "$out/hevc.mp4"
+"${ff[@]}" -i "$out/hevc.mp4" -c copy "$out/hevc-mkv.mkv"
+"${ff[@]}" -i "$out/hevc.mp4" -c copy "$out/hevc-ts.ts"
+
 # qr-still.png: a sensitive still for the masking and packaging tests, a real QR code (qrencode, level M,
 # 6 px modules, version 6) padded with white to 320x320 gray: an EPC (SEPA credit transfer) payment with
 # made-up values. The tests (QRStillTests) expect zbarimg to read exactly this text.

@@ -66,6 +66,13 @@ enum MediaFuzzing {
                 }
             }
         }
+        // The packager's path over the same bytes: read as an hvcC record, and as one Annex-B sample
+        // converted and built into a CMAF sample with its clear bytes.
+        _ = try? HEVCAnnexBConverter(extradata: Array(data.prefix(4_096)))
+        if var converter = try? HEVCAnnexBConverter(extradata: []), let unit = try? converter.convert(data) {
+            var builder = HEVCSampleBuilder()
+            _ = try? builder.sample(bytes: unit.bytes, nalUnits: unit.nalUnits)
+        }
     }
 
     /// The audio readers: ADTS frames and headers, AudioSpecificConfig, AC-3/E-AC-3 syncframes and the

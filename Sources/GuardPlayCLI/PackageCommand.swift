@@ -15,8 +15,9 @@ enum PackageCommand {
         until its writer closes it.
 
           --out DIR                 output directory (required; must not exist unless --force)
-          --container ts|fmp4       ts (default): MPEG-TS segments; fmp4: CMAF tracks (init segment +
-                                    moof/mdat segments), an HLS master and a DASH manifest.mpd
+          --container ts|fmp4       ts (default; HEVC input gets fmp4): MPEG-TS segments; fmp4: CMAF
+                                    tracks (init segment + moof/mdat segments), an HLS master and a DASH
+                                    manifest.mpd; H.264 or HEVC (hvc1) video
           --encryption MODE         sample-aes (default; CENC cbcs in fmp4), cenc (fmp4 only: AES-CTR),
                                     aes-128 (whole segments) or none
           --license-url URL         Clear Key license URL named in manifest.mpd (fmp4)
@@ -115,6 +116,7 @@ enum PackageCommand {
         options.encryption =
             try parsed.parsed("encryption", as: "sample-aes, cenc, aes-128 or none", EncryptionMode.init) ?? .sampleAES
         options.container = try parsed.parsed("container", as: "ts or fmp4", ContainerFormat.init) ?? .transportStream
+        options.containerIsDefault = !parsed.has("container")
         options.licenseURL = parsed.value("license-url")
         options.audioFormat =
             try parsed.parsed("audio-format", as: "ts or packed", AudioSegmentFormat.init) ?? .transportStream
@@ -140,7 +142,7 @@ enum PackageCommand {
         case .inputUnrecognised: .inputUnrecognised
         case .inputCorrupt: .inputTruncated
         case .inputNoStreams: .inputNoStreams
-        case .unsupportedCodec: .inputUnsupported
+        case .unsupportedCodec, .containerUnsupported: .inputUnsupported
         case .encryptedInput: .inputEncrypted
         case .outputExists: .outputExists
         case .pathConflict: .usage

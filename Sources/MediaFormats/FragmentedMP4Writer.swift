@@ -24,6 +24,8 @@ public struct FragmentedTrack: Equatable, Sendable {
     public enum Media: Equatable, Sendable {
         /// H.264 with its avcC record.
         case h264(width: Int, height: Int, configuration: [UInt8])
+        /// HEVC with its hvcC record (sample entry `hvc1`: parameter sets out of band).
+        case hevc(width: Int, height: Int, configuration: [UInt8])
         /// AAC with its AudioSpecificConfig.
         case aac(sampleRate: Int, channels: Int, configuration: [UInt8])
     }
@@ -51,8 +53,10 @@ public struct FragmentedTrack: Equatable, Sendable {
     }
 
     public var isVideo: Bool {
-        if case .h264 = media { return true }
-        return false
+        switch media {
+        case .h264, .hevc: true
+        case .aac: false
+        }
     }
 }
 
@@ -119,10 +123,11 @@ public enum FragmentedMP4Writer {
                     tkhd.u16(track.isVideo ? 0 : 0x0100)
                     tkhd.u16(0)
                     writeMatrix(&tkhd)
-                    if case .h264(let width, let height, _) = track.media {
+                    switch track.media {
+                    case .h264(let width, let height, _), .hevc(let width, let height, _):
                         tkhd.u32(UInt32(width) << 16)
                         tkhd.u32(UInt32(height) << 16)
-                    } else {
+                    case .aac:
                         tkhd.zeros(8)
                     }
                 }
@@ -285,8 +290,10 @@ public enum FragmentedMP4Writer {
     private static func writeSampleEntry(_ track: FragmentedTrack, _ box: inout BoxWriter) {
         let encrypted = track.encryption != nil
         switch track.media {
-        case .h264(let width, let height, let configuration):
-            box.begin(encrypted ? "encv" : "avc1")
+        case .h264(let width, let height, let configuration), .hevc(let width, let height, let configuration):
+            let isHEVC = if case .hevc = track.media { true } else { false }
+            let format = isHEVC ? "hvc1" : "avc1"
+            box.begin(encrypted ? "encv" : format)
             box.zeros(6)
             box.u16(1)  // data_reference_index
             box.zeros(16)
@@ -299,8 +306,8 @@ public enum FragmentedMP4Writer {
             box.zeros(32)  // compressorname
             box.u16(0x0018)
             box.u16(0xFFFF)
-            box.box("avcC") { $0.append(configuration) }
-            writeProtection(track, original: "avc1", &box)
+            box.box(isHEVC ? "hvcC" : "avcC") { $0.append(configuration) }
+            writeProtection(track, original: format, &box)
             box.end()
         case .aac(let sampleRate, let channels, let configuration):
             box.begin(encrypted ? "enca" : "mp4a")

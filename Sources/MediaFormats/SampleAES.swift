@@ -93,7 +93,7 @@ public final class SampleAESCipher {
                 try processAudioFrame(
                     UnsafeMutableRawBufferPointer(rebasing: bytes[frame]), clearBytes: SampleAESCipher.audioClearLeader)
             }
-        case .h264:
+        case .h264, .hevc:
             preconditionFailure("processAudio called for video")
         }
     }

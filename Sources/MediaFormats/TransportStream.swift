@@ -2,6 +2,8 @@
 /// clear and under SAMPLE-AES (Apple's "MPEG-2 Stream Encryption Format for HLS", §3).
 public enum ElementaryCodec: String, Sendable, Hashable {
     case h264
+    /// HEVC, which GuardPlay writes to fMP4 only (SAMPLE-AES defines no HEVC in MPEG-TS).
+    case hevc
     case aac
     case ac3
     case eac3
@@ -10,6 +12,7 @@ public enum ElementaryCodec: String, Sendable, Hashable {
     public func streamType(encrypted: Bool) -> UInt8 {
         switch self {
         case .h264: encrypted ? 0xDB : 0x1B
+        case .hevc: 0x24  // no SAMPLE-AES variant exists; the packager never writes HEVC to TS
         case .aac: encrypted ? 0xCF : 0x0F
         case .ac3: encrypted ? 0xC1 : 0x81
         case .eac3: encrypted ? 0xC2 : 0x87
@@ -29,6 +32,7 @@ public enum ElementaryCodec: String, Sendable, Hashable {
     public var privateDataIndicator: String {
         switch self {
         case .h264: "zavc"
+        case .hevc: ""  // none: HEVC is never SAMPLE-AES in TS
         case .aac: "aacd"
         case .ac3: "ac3d"
         case .eac3: "ec3d"
@@ -38,14 +42,14 @@ public enum ElementaryCodec: String, Sendable, Hashable {
     /// The PES stream_id base: 0xE0 video, 0xC0 MPEG audio, 0xBD (private_stream_1) for AC-3/E-AC-3.
     public var pesStreamID: UInt8 {
         switch self {
-        case .h264: 0xE0
+        case .h264, .hevc: 0xE0
         case .aac: 0xC0
         case .ac3, .eac3: 0xBD
         }
     }
 
     /// True for audio.
-    public var isAudio: Bool { self != .h264 }
+    public var isAudio: Bool { self != .h264 && self != .hevc }
 }
 
 /// The audio setup information of SAMPLE-AES: the 'apad' registration descriptor's payload in the PMT

@@ -32,67 +32,6 @@ extension Packet {
     var optionalDTS: Int64? { dts == noTimestamp ? nil : dts }
 }
 
-/// H.264 copied: Annex-B with AUD and in-band parameter sets; access units before the first IDR are
-/// dropped so the first segment starts with one.
-final class H264Producer: AccessUnitProducer {
-    private var converter: H264AnnexBConverter
-    private var mapper: TimestampMapper
-    private var seenIDR = false
-    private var dropped = 0
-    private let pictureLimit: PictureSizeLimit
-    /// The SPS last checked against `pictureLimit`.
-    private var checkedSPS: [UInt8]?
-
-    init(stream: InputStreamDescription, timeBase: Rational, offset: Int64, pictureLimit: PictureSizeLimit) throws {
-        converter = try H264AnnexBConverter(extradata: stream.extradata)
-        self.pictureLimit = pictureLimit
-        let frame = stream.frameRate > 0 ? Int64(90_000 / stream.frameRate) : 3_000
-        mapper = TimestampMapper(
-            timeBase: (timeBase.numerator, timeBase.denominator), offset: offset, defaultDuration: frame)
-        try checkPictureSize()
-    }
-
-    func accept(_ packet: Packet, into units: inout [AccessUnit]) throws {
-        guard let unit = try packet.withUnsafeBytes({ raw throws(FormatError) in try converter.convert(raw) }) else {
-            return
-        }
-        try checkPictureSize()
-        if !seenIDR {
-            guard unit.containsIDR else {
-                dropped += 1
-                return
-            }
-            seenIDR = true
-        }
-        let time = mapper.map(pts: packet.optionalPTS, dts: packet.optionalDTS, duration: packet.duration)
-        units.append(
-            AccessUnit(
-                bytes: unit.bytes, nalUnits: unit.nalUnits, pts: time.pts, dts: time.dts, duration: time.duration,
-                isRandomAccess: unit.containsIDR))
-    }
-
-    func finish(into units: inout [AccessUnit]) throws {}
-
-    /// Refuses a new SPS (from the extradata, or in band later) whose coded size is over the limit, since
-    /// FFmpeg probed only the first and a player decoding the output would allocate for it. An SPS this
-    /// parser cannot read is left to the decoders, which refuse it themselves.
-    private func checkPictureSize() throws(PackagingError) {
-        guard let sps = converter.sequenceParameterSet, sps != checkedSPS else { return }
-        checkedSPS = sps
-        guard let size = try? H264SequenceParameterSet(nal: sps),
-            let refusal = pictureLimit.refusal(width: size.width, height: size.height)
-        else { return }
-        throw PackagingError(
-            .unsupportedCodec, "the H.264 SPS says \(refusal): pass --max-pixels to raise the limit if you trust it")
-    }
-
-    var codecString: String? { converter.codecString }
-    var audioSetup: AudioSetupInformation? { nil }
-    var droppedNotice: String? {
-        dropped == 0 ? nil : "dropped \(dropped) video frames before the first IDR picture: they cannot be decoded"
-    }
-}
-
 /// Audio copied: AAC gains ADTS headers (or keeps its own), AC-3 and E-AC-3 pass through; each packet's
 /// framing is checked so the encryptor can find every frame.
 final class AudioCopyProducer: AccessUnitProducer {
@@ -151,7 +90,7 @@ final class AudioCopyProducer: AccessUnitProducer {
                     audioSetup = AudioSetupInformation(audioType: codec == .ac3 ? "zac3" : "zec3", setupData: setup)
                 }
             }
-        case .h264:
+        case .h264, .hevc:
             preconditionFailure("AudioCopyProducer given video")
         }
         let time = mapper.map(pts: packet.optionalPTS, dts: packet.optionalDTS, duration: packet.duration)
@@ -168,7 +107,7 @@ final class AudioCopyProducer: AccessUnitProducer {
         case .aac: (config ?? adtsConfig)?.codecString
         case .ac3: "ac-3"
         case .eac3: "ec-3"
-        case .h264: nil
+        case .h264, .hevc: nil
         }
     }
 

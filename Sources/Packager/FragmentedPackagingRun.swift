@@ -30,7 +30,7 @@ struct FragmentedPackagingRun {
         let streams = plan.streams
         for planned in streams where planned.codec == .ac3 || planned.codec == .eac3 {
             throw PackagingError(
-                .unsupportedCodec,
+                .containerUnsupported,
                 "audio stream \(planned.source.index) is \(planned.codec == .ac3 ? "AC-3" : "E-AC-3"), which the fMP4 "
                     + "path does not package yet: use --container ts, or transcode the audio to AAC")
         }
@@ -58,7 +58,7 @@ struct FragmentedPackagingRun {
             defer { ivCounter &+= 1 }
             return (0..<8).map { UInt8(truncatingIfNeeded: ivCounter >> (56 - 8 * $0)) }
         }
-        var builder = H264SampleBuilder()
+        var builder = VideoSampleConversion(codec: plan.video?.codec ?? .h264)
         let target = Int64((options.segmentDuration * 90_000).rounded())
         var lastReported = -1.0
         while case (let slot, let unit)? = try reader.next() {
@@ -66,17 +66,17 @@ struct FragmentedPackagingRun {
             let output = outputOfSlot[slot]!
             let planned = streams[slot]
             if let start = output.openStart, unit.pts - start >= target - Self.cutTolerance,
-                planned.codec != .h264 || unit.isRandomAccess
+                planned.codec.isAudio || unit.isRandomAccess
             {
                 try output.cut(nextDecodeTime: output.ticks(unit.dts))
             }
-            if planned.codec == .h264 {
+            if !planned.codec.isAudio {
                 let built: (bytes: [UInt8], units: [(size: Int, clear: Int)])
                 do {
                     built = try builder.sample(bytes: unit.bytes, nalUnits: unit.nalUnits)
                 } catch {
                     throw PackagingError(
-                        .inputCorrupt,
+                        error.kind == .unsupported ? .unsupportedCodec : .inputCorrupt,
                         "\(options.input): the video frame at \(Self.seconds(unit.pts)) s (frame \(output.sampleCount)) "
                             + "cannot be packaged: \(error)")
                 }
@@ -168,20 +168,18 @@ struct FragmentedPackagingRun {
             cryptBlocks: scheme == .cbcs && video ? 1 : 0, skipBlocks: scheme == .cbcs && video ? 9 : 0)
     }
 
-    private func videoTrack(builder: H264SampleBuilder, detail: StreamDetails) throws(PackagingError)
+    private func videoTrack(builder: VideoSampleConversion, detail: StreamDetails) throws(PackagingError)
         -> FragmentedTrack
     {
-        let sps: H264SequenceParameterSet
+        let media: FragmentedTrack.Media
         do {
-            sps = try H264SequenceParameterSet(nal: builder.sequenceParameterSets[0])
+            media = try builder.media(width: detail.width, height: detail.height)
         } catch {
-            throw PackagingError(.inputCorrupt, "\(options.input): the video's SPS cannot be read: \(error)")
+            throw PackagingError(
+                error.kind == .unsupported ? .unsupportedCodec : .inputCorrupt,
+                "\(options.input): the video's parameter sets cannot be read: \(error)")
         }
-        let configuration = FragmentedMP4Writer.avcConfiguration(
-            sps: builder.sequenceParameterSets, pps: builder.pictureParameterSets, parsed: sps)
-        return FragmentedTrack(
-            media: .h264(width: detail.width, height: detail.height, configuration: configuration),
-            timescale: 90_000, encryption: protection(video: true))
+        return FragmentedTrack(media: media, timescale: 90_000, encryption: protection(video: true))
     }
 
     private func audioConfig(_ detail: StreamDetails, _ planned: PlannedStream) throws(PackagingError)
@@ -268,7 +266,7 @@ struct FragmentedPackagingRun {
                 duration: duration, scheme: scheme?.rawValue, keyID: keys.keyID, licenseURL: options.licenseURL)
             for output in outputs {
                 let detail = details[output.slot]
-                let isVideo = streams[output.slot].codec == .h264
+                let isVideo = !streams[output.slot].codec.isAudio
                 manifest.representations.append(
                     DASHManifest.Representation(
                         id: output.name, contentType: isVideo ? "video" : "audio", codecs: detail.codecString,

@@ -193,7 +193,7 @@ struct FragmentedVerification {
     }
 
     private func child(_ bytes: [UInt8], _ box: Box, _ type: String, structure: String) throws(FormatError) -> Box {
-        let headers = ["stsd": 8, "encv": 78, "avc1": 78, "enca": 28, "mp4a": 28]
+        let headers = ["stsd": 8, "encv": 78, "avc1": 78, "hvc1": 78, "enca": 28, "mp4a": 28]
         var reader = BoxReader(bytes, range: box.body, structure: structure + "/" + box.type)
         try reader.skip(headers[box.type] ?? 0)
         return try BoxReader.one(type, in: try reader.boxes(), structure: structure + "/" + box.type)
@@ -218,15 +218,18 @@ struct FragmentedVerification {
             throw FormatError(name + " stsd", "holds \(entries.count) sample entries, not one")
         }
         let encrypted = method == "SAMPLE-AES" || method == "SAMPLE-AES-CTR"
-        guard ["encv", "enca", "avc1", "mp4a"].contains(entry.type) else {
+        guard ["encv", "enca", "avc1", "hvc1", "mp4a"].contains(entry.type) else {
             throw FormatError(name + " stsd", "sample entry '\(entry.type)' is not one GuardPlay writes")
         }
-        let isVideo = entry.type == "encv" || entry.type == "avc1"
+        let isVideo = entry.type == "encv" || entry.type == "avc1" || entry.type == "hvc1"
         if encrypted != (entry.type.hasPrefix("enc")) {
             throw FormatError(name + " stsd", "sample entry '\(entry.type)' under METHOD=\(method)")
         }
         var info = TrackInfo(isVideo: isVideo, timescale: timescale, codec: isVideo ? "h264" : "aac")
-        if isVideo {
+        if isVideo, let record = try hevcConfiguration(bytes, entry, structure: name) {
+            info.codec = "hevc"
+            info.parameterSets = record.nalUnits
+        } else if isVideo {
             let avcC = try child(bytes, entry, "avcC", structure: name)
             let record = Array(bytes[avcC.body])
             info.parameterSets =
@@ -237,7 +240,7 @@ struct FragmentedVerification {
         let sinf = try child(bytes, entry, "sinf", structure: name)
         var frma = BoxReader(bytes, box: try child(bytes, sinf, "frma", structure: name), structure: name)
         let original = try frma.fourCC()
-        if original != (isVideo ? "avc1" : "mp4a") {
+        if original != (isVideo ? (info.codec == "hevc" ? "hvc1" : "avc1") : "mp4a") {
             throw FormatError(
                 name + " frma", "original format '\(original)' for a \(isVideo ? "video" : "audio") track")
         }
@@ -302,7 +305,22 @@ struct FragmentedVerification {
             try? CENCSampleCipher(scheme: $0, key: trackKey(info) ?? [], encrypt: false)
         }
         var parameterSets = H264SliceHeader.ParameterSets()
-        for set in info.parameterSets { try? parameterSets.take(set) }
+        var hevc = HEVCClearLength()
+        // The init segment's parameter sets (avcC or hvcC), which slices of the segments after it use.
+        func takeParameterSets(of info: TrackInfo, from map: String) {
+            if info.codec == "hevc" {
+                for (index, set) in info.parameterSets.enumerated() {
+                    do {
+                        _ = try hevc.clearBytes(of: set, structure: "\(map) hvcC NAL unit \(index)")
+                    } catch {
+                        problem("\(error)")
+                    }
+                }
+            } else {
+                for set in info.parameterSets { try? parameterSets.take(set) }
+            }
+        }
+        takeParameterSets(of: info, from: map)
         var expected: ExpectedSamples? = nil
         if let source, let slot {
             do {
@@ -329,7 +347,7 @@ struct FragmentedVerification {
                 cipher = info.scheme.flatMap {
                     try? CENCSampleCipher(scheme: $0, key: trackKey(info) ?? [], encrypt: false)
                 }
-                for set in info.parameterSets { try? parameterSets.take(set) }
+                takeParameterSets(of: info, from: periodMap)
             }
             if let problem = periodProblem(segment, info: info, map: currentMap) { self.problem(problem) }
             guard var bytes = read(segment.uri, limit: VerificationRun.segmentLimit) else { continue }
@@ -349,7 +367,8 @@ struct FragmentedVerification {
             do {
                 samples = try readFragment(
                     bytes, place: place, sequence: index + 1, info: info, nextDecodeTime: &nextDecodeTime,
-                    duration: segment.duration, parameterSets: &parameterSets, cipher: cipher, check: &check)
+                    duration: segment.duration, parameterSets: &parameterSets, hevc: &hevc, cipher: cipher,
+                    check: &check)
             } catch {
                 problem("\(error)")
                 if expected != nil {
@@ -394,7 +413,8 @@ struct FragmentedVerification {
     /// Checks one fragment and returns its samples, decrypted.
     private func readFragment(
         _ bytes: [UInt8], place: String, sequence: Int, info: TrackInfo, nextDecodeTime: inout UInt64?,
-        duration: Double, parameterSets: inout H264SliceHeader.ParameterSets, cipher: CENCSampleCipher?,
+        duration: Double, parameterSets: inout H264SliceHeader.ParameterSets, hevc: inout HEVCClearLength,
+        cipher: CENCSampleCipher?,
         check: inout VerificationReport.StreamCheck
     ) throws(FormatError) -> [[UInt8]] {
         var top = BoxReader(bytes, structure: place)
@@ -540,6 +560,10 @@ struct FragmentedVerification {
             if info.isVideo {
                 var units: [(size: Int, clear: Int)] = []
                 var offset = 0
+                if info.codec == "hevc" {
+                    units = try Self.hevcUnits(sample, index: index, place: place, state: &hevc)
+                    offset = sample.count
+                }
                 while offset < sample.count {
                     guard sample.count - offset >= 4 else {
                         throw FormatError(place, "sample \(index) ends inside a NAL length")
@@ -592,6 +616,41 @@ struct FragmentedVerification {
         return samples
     }
 
+    /// The `hvcC` record of a video sample entry, or nil when it has none (H.264).
+    private func hevcConfiguration(_ bytes: [UInt8], _ entry: Box, structure: String) throws(FormatError)
+        -> HEVCDecoderConfiguration?
+    {
+        var reader = BoxReader(bytes, range: entry.body, structure: structure + "/" + entry.type)
+        try reader.skip(78)
+        guard try reader.boxes().contains(where: { $0.type == "hvcC" }) else { return nil }
+        let hvcC = try child(bytes, entry, "hvcC", structure: structure)
+        return try HEVCDecoderConfiguration(parsing: Array(bytes[hvcC.body]), structure: structure + " hvcC")
+    }
+
+    /// Each NAL unit of the length-prefixed HEVC `sample` as its stored size and clear bytes, from its
+    /// own slice segment header parse.
+    private static func hevcUnits(_ sample: [UInt8], index: Int, place: String, state: inout HEVCClearLength)
+        throws(FormatError) -> [(size: Int, clear: Int)]
+    {
+        var units: [(size: Int, clear: Int)] = []
+        var offset = 0
+        while offset < sample.count {
+            guard sample.count - offset >= 4 else {
+                throw FormatError(place, "sample \(index) ends inside a NAL length")
+            }
+            let length = Int(sample.bigEndianUInt32(at: offset))
+            guard length > 0, length <= sample.count - offset - 4 else {
+                throw FormatError(place, "sample \(index): NAL length \(length) at \(offset) runs past the sample")
+            }
+            let nal = Array(sample[(offset + 4)..<(offset + 4 + length)])
+            let clear = try state.clearBytes(
+                of: nal, structure: "\(place) sample \(index), NAL unit \(units.count) at byte \(offset)")
+            units.append((4 + length, 4 + clear))
+            offset += 4 + length
+        }
+        return units
+    }
+
     private static func describe(_ map: [Subsample]) -> String {
         map.prefix(6).map { "\($0.clear)+\($0.protected)" }.joined(separator: ",") + (map.count > 6 ? ",…" : "")
     }
@@ -601,7 +660,7 @@ struct FragmentedVerification {
 struct ExpectedSamples {
     private let reader: SourceReader
     private let slot: Int
-    private var builder = H264SampleBuilder()
+    private var builder: VideoSampleConversion
     private var queue: [[UInt8]] = []
     /// Samples handed out so far.
     private(set) var produced = 0
@@ -609,6 +668,7 @@ struct ExpectedSamples {
     init(source: String, slot: Int, maxPixels: Int) throws(PackagingError) {
         reader = try SourceReader(path: source, stillFrames: 250, stillGOP: 150, maxPixels: maxPixels)
         self.slot = slot
+        builder = VideoSampleConversion(codec: reader.plan.streams[slot].codec)
     }
 
     /// The next sample, or nil at the end of the stream.
@@ -617,7 +677,7 @@ struct ExpectedSamples {
             guard let (unitSlot, unit) = try reader.next() else { return nil }
             guard unitSlot == slot else { continue }
             do {
-                if reader.plan.streams[slot].codec == .h264 {
+                if !reader.plan.streams[slot].codec.isAudio {
                     queue.append(try builder.sample(bytes: unit.bytes, nalUnits: unit.nalUnits).bytes)
                 } else {
                     queue += try AACSampleBuilder.samples(unit.bytes)

@@ -34,5 +34,5 @@ struct OutputLayout: Equatable {
     }
 
     /// The PID of a slot's elementary stream in its TS: 0x100 for video, 0x101 for audio.
-    static func pid(for codec: ElementaryCodec) -> UInt16 { codec == .h264 ? 0x100 : 0x101 }
+    static func pid(for codec: ElementaryCodec) -> UInt16 { codec.isAudio ? 0x101 : 0x100 }
 }

@@ -18,6 +18,9 @@ public struct PackagingError: Error, Sendable, Equatable, CustomStringConvertibl
         /// A codec the packager refuses or cannot convert: HEVC or other non-H.264 video in TS, an audio
         /// codec with no decoder.
         case unsupportedCodec
+        /// A codec the chosen container does not carry but the other one does: HEVC with `--container
+        /// ts`, AC-3 or E-AC-3 with `--container fmp4` (exit 16, as `unsupportedCodec`).
+        case containerUnsupported
         /// The input is already encrypted (CENC `encv`/`enca`, or SAMPLE-AES stream types).
         case encryptedInput
         /// The output directory or key file exists and `force` was not set, or `force` may not replace

@@ -38,6 +38,9 @@ public struct PackagingJob: Sendable {
             stillFrames, max(1, Int((options.segmentDuration * Double(StillImageProducer.frameRate)).rounded())))
         let reader = try SourceReader(
             path: options.input, stillFrames: stillFrames, stillGOP: stillGOP, maxPixels: options.maxPixels)
+        let (options, containerNotices) = try Self.container(for: reader.plan, options: options)
+        try Self.checkFMP4Options(options)
+        for text in containerNotices { notice?(text) }
         var notices: [String] = []
         for text in reader.notices {
             notices.append(text)
@@ -65,7 +68,7 @@ public struct PackagingJob: Sendable {
                 notices.append(text)
                 notice?(text)
             }
-            result.notices = notices
+            result.notices = containerNotices + notices
             result.keyPeriod = options.keyPeriod
             if options.encryption != .none {
                 result.periodKeys = keys.ring.keys.map { PeriodKeyPair(keyID: $0.keyID, key: $0.key) }
@@ -94,6 +97,39 @@ public struct PackagingJob: Sendable {
         }
     }
 
+    /// The options with the container HEVC needs: fMP4 when none was asked for (and a notice saying
+    /// so); with `--container ts`, the refusal and its hint.
+    static func container(for plan: StreamPlan, options: PackagingOptions) throws(PackagingError) -> (
+        PackagingOptions, [String]
+    ) {
+        guard plan.video?.codec == .hevc, options.container == .transportStream else { return (options, []) }
+        guard options.containerIsDefault else {
+            throw PackagingError(
+                .containerUnsupported,
+                "the video is HEVC (H.265), which SAMPLE-AES in MPEG-TS does not define (Apple's HLS carries HEVC "
+                    + "in fMP4 only): use --container fmp4 (CENC cbcs), or leave --container out")
+        }
+        guard options.audioFormat != .packed else {
+            throw PackagingError(
+                .invalidOptions, "the video is HEVC, which is packaged as fMP4, and packed audio is a TS-path format")
+        }
+        var chosen = options
+        chosen.container = .fragmentedMP4
+        return (chosen, ["the video is HEVC: packaging it as fMP4 (CMAF, --container fmp4), as HLS carries HEVC"])
+    }
+
+    /// Refuses what only fMP4 carries (CENC `cenc`, a DASH license URL) for a TS output.
+    static func checkFMP4Options(_ options: PackagingOptions) throws(PackagingError) {
+        guard options.container != .fragmentedMP4 else { return }
+        if options.encryption == .cenc {
+            throw PackagingError(.invalidOptions, "cenc encryption needs --container fmp4: MPEG-TS has no CENC")
+        }
+        if options.licenseURL != nil {
+            throw PackagingError(
+                .invalidOptions, "--license-url names a license in the DASH manifest: it needs --container fmp4")
+        }
+    }
+
     private func validate() throws(PackagingError) {
         guard options.segmentDuration.isFinite, options.segmentDuration >= 1, options.segmentDuration <= 60 else {
             throw PackagingError(.invalidOptions, "the segment duration must be between 1 and 60 seconds")
@@ -114,14 +150,9 @@ public struct PackagingJob: Sendable {
         if options.keyFormat == .fairplay && options.encryption != .sampleAES {
             throw PackagingError(.invalidOptions, "FairPlay keys need SAMPLE-AES encryption")
         }
-        if options.encryption == .cenc && options.container != .fragmentedMP4 {
-            throw PackagingError(.invalidOptions, "cenc encryption needs --container fmp4: MPEG-TS has no CENC")
-        }
+        // Without --container the input decides (HEVC gets fMP4): checked again once it is known.
+        if !options.containerIsDefault { try Self.checkFMP4Options(options) }
         if let url = options.licenseURL {
-            guard options.container == .fragmentedMP4 else {
-                throw PackagingError(
-                    .invalidOptions, "--license-url names a license in the DASH manifest: it needs --container fmp4")
-            }
             guard url.hasPrefix("https://") || url.hasPrefix("http://"),
                 !url.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F })
             else {
@@ -169,7 +200,7 @@ private struct PackagingRun {
             switch options.encryption {
             case .sampleAES: .sampleAES(key: keys.key, iv: keys.iv)
             case .aes128: .aes128(key: keys.key, iv: keys.iv)
-            case .none, .cenc: .none  // cenc is refused for TS in validate()
+            case .none, .cenc: .none  // cenc is refused for TS by checkFMP4Options
             }
         let streams = plan.streams
         func track(_ slot: Int) throws(PackagingError) -> SegmentedOutput.Track {

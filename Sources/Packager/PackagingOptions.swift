@@ -67,6 +67,9 @@ public struct PackagingOptions: Sendable, Equatable {
     /// Segments per key period (`--key-period`): a new key, key ID and IV every this many segments of
     /// each playlist, the key file then being a key list (`KeyListFormat`); nil for one key.
     public var keyPeriod: Int?
+    /// True when no container was asked for (`--container` absent): HEVC input then gets fMP4 with a
+    /// notice instead of the TS refusal.
+    public var containerIsDefault = true
     /// The Clear Key license server the DASH manifest names (fMP4 only), or nil.
     public var licenseURL: String?
     /// The target segment duration in seconds; video is cut at the first IDR at or after it.

@@ -47,7 +47,7 @@ enum PackagingSummary {
                 default: nil
                 }
             return PackagedStream(
-                kind: planned.codec == .h264 ? "video" : "audio", codec: details[slot].codecString,
+                kind: planned.codec.isAudio ? "audio" : "video", codec: details[slot].codecString,
                 sourceIndex: planned.source.index, playlist: playlist(slot), accessUnits: accessUnits(slot),
                 transcodedFrom: transcoded, language: Languages.tag(planned.source.language))
         }

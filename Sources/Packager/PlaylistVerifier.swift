@@ -278,7 +278,7 @@ final class PlaylistVerifier {
             case .aac: ["zaac", "zach", "zacp"]
             case .ac3: ["zac3"]
             case .eac3: ["zec3"]
-            case .h264: []
+            case .h264, .hevc: []
             }
         if !allowed.contains(setup.audioType) {
             problem("\(name): \(place) names audio type '\(setup.audioType)' for \(codec.rawValue)")
@@ -295,7 +295,7 @@ final class PlaylistVerifier {
             }
         case .eac3:
             if setup.setupData.count < 5 { problem("\(name): \(place) setup data is too short for a dec3 box") }
-        case .h264:
+        case .h264, .hevc:
             break
         }
     }
@@ -413,7 +413,7 @@ final class PlaylistVerifier {
                 case .aac: "mp4a.40.\(Int(payload[first.frame.lowerBound + 2] >> 6) + 1)"
                 case .ac3: "ac-3"
                 case .eac3: "ec-3"
-                case .h264: nil
+                case .h264, .hevc: nil
                 }
         }
         guard let slot = slot(for: codec) else { return }

@@ -90,6 +90,10 @@ final class SourceReader {
                     producer = try H264Producer(
                         stream: planned.source, timeBase: info.timeBase, offset: offset,
                         pictureLimit: opened.pictureLimit)
+                case .copyHEVC:
+                    producer = try HEVCProducer(
+                        stream: planned.source, timeBase: info.timeBase, offset: offset,
+                        pictureLimit: opened.pictureLimit)
                 case .copyAAC(let config):
                     producer = AudioCopyProducer(
                         stream: planned.source, codec: .aac, config: config, timeBase: info.timeBase, offset: offset)
@@ -122,7 +126,7 @@ final class SourceReader {
         }
         for planned in plan.streams {
             guard let producer = producers[planned.source.index]?.producer else { continue }
-            let kind = planned.codec == .h264 ? "video" : "audio"
+            let kind = planned.codec.isAudio ? "audio" : "video"
             guard let codec = producer.codecString else {
                 throw PackagingError(
                     .inputCorrupt,
@@ -130,7 +134,7 @@ final class SourceReader {
                         + "in its first \(packets) packets")
             }
             var detail = StreamDetails(codecString: codec, audioSetup: producer.audioSetup)
-            if planned.codec == .h264 {
+            if !planned.codec.isAudio {
                 detail.width = planned.source.width
                 detail.height = planned.source.height
                 detail.frameRate = planned.source.frameRate

@@ -33,6 +33,8 @@ struct InputStreamDescription: Sendable, Equatable {
 enum StreamHandling: Sendable, Equatable {
     /// H.264 copied and converted to Annex-B.
     case copyH264
+    /// HEVC copied and converted to Annex-B (fMP4 only).
+    case copyHEVC
     /// AAC copied, with ADTS headers made from this AudioSpecificConfig.
     case copyAAC(AudioSpecificConfig)
     /// AAC copied from packets that already carry ADTS headers.
@@ -54,8 +56,9 @@ struct PlannedStream: Sendable, Equatable {
 
 /// Which input streams become which output streams, or the refusal that explains why not.
 ///
-/// Rules: the first H.264 video stream (cover art ignored); HEVC and other video codecs refused, except
-/// a still image, which becomes a short H.264 video; every audio stream, AAC/AC-3/E-AC-3 copied and
+/// Rules: the first H.264 or HEVC video stream (cover art ignored; HEVC goes to fMP4 only, which
+/// `PackagingJob` decides); other video codecs refused, except a still image, which becomes a short
+/// H.264 video; every audio stream, AAC/AC-3/E-AC-3 copied and
 /// anything else transcoded to AAC-LC; subtitles and data ignored with a notice.
 struct StreamPlan: Sendable, Equatable {
     var video: PlannedStream?
@@ -102,17 +105,12 @@ struct StreamPlan: Sendable, Equatable {
                     "the input is a still image (\(first.codecName)): encoding it as a short H.264 video, "
                         + "since SAMPLE-AES protects video streams")
             case "hevc":
-                throw PackagingError(
-                    .unsupportedCodec,
-                    "the video is HEVC (H.265), which SAMPLE-AES in MPEG-TS does not define (Apple does not "
-                        + "support HEVC over TS); HEVC needs fMP4 with 'cbcs' encryption, which GuardPlay will "
-                        + "package in a later release; until then re-encode the video to H.264 "
-                        + "(ffmpeg -i IN -c:v libx264 -c:a copy OUT.mp4)")
+                video = PlannedStream(source: first, codec: .hevc, handling: .copyHEVC)
             default:
                 throw PackagingError(
                     .unsupportedCodec,
-                    "the video codec is \(first.codecName); SAMPLE-AES HLS in MPEG-TS carries H.264 video only: "
-                        + "re-encode it to H.264 (ffmpeg -i IN -c:v libx264 -c:a copy OUT.mp4)")
+                    "the video codec is \(first.codecName); GuardPlay packages H.264 (TS or fMP4) and HEVC (fMP4) "
+                        + "video only: re-encode it to H.264 (ffmpeg -i IN -c:v libx264 -c:a copy OUT.mp4)")
             }
             for extra in pictures.dropFirst() {
                 notices.append(

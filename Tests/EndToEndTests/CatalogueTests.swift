@@ -88,6 +88,36 @@ import Testing
         #expect(leftovers.sorted() == ["junit.xml", "media", "out", "report.json"], "written aside, renamed")
     }
 
+    /// Both containers' runs, as `make catalogue` makes them: by default HEVC goes to fMP4 and the rest to
+    /// TS; with `--container fmp4` everything but AC-3 is packaged in fMP4, AC-3 skipped with the reason;
+    /// with `--container ts`, HEVC is the one skipped. Each packaged file is verified against its source.
+    @Test func packagesEachFixtureInBothContainersAndSkipsWhatOneCannotCarry() throws {
+        let directory = try TemporaryDirectory()
+        let media = directory.path("media")
+        try FileManager.default.createDirectory(atPath: media, withIntermediateDirectories: true)
+        for name in ["hevc-mkv.mkv", "clip-ac3.mp4", "video-only.mp4"] {
+            try FileManager.default.copyItem(atPath: fixture(name), toPath: media + "/" + name)
+        }
+        for (container, expected) in [
+            (nil, ["clip-ac3.mp4": "passed 0", "hevc-mkv.mkv": "passed 0", "video-only.mp4": "passed 0"]),
+            ("fmp4", ["clip-ac3.mp4": "skipped 16", "hevc-mkv.mkv": "passed 0", "video-only.mp4": "passed 0"]),
+            ("ts", ["clip-ac3.mp4": "passed 0", "hevc-mkv.mkv": "skipped 16", "video-only.mp4": "passed 0"]),
+        ] {
+            let out = directory.path("out-\(container ?? "default")")
+            let report = out + ".json"
+            let result = try guardPlay(
+                ["catalogue", media, "--out", out, "--report", report] + (container.map { ["--container", $0] } ?? []))
+            #expect(result.status == 0, "\(container ?? "default"): \(result.stdout)\(result.stderr)")
+            #expect(try statuses(report) == expected, "\(container ?? "default")")
+            let skipped = result.stdout.split(separator: "\n").filter { $0.hasPrefix("skipped") }
+            #expect(skipped.allSatisfy { $0.contains("--container") }, "\(skipped)")
+            if container != "ts" {
+                let map = try String(contentsOfFile: out + "/hls/hevc-mkv/video.m3u8", encoding: .utf8)
+                #expect(map.contains("#EXT-X-MAP:URI=\"video_init.mp4\""))
+            }
+        }
+    }
+
     @Test func parallelJobsGiveTheSameResults() throws {
         let directory = try TemporaryDirectory()
         let media = try makeMedia(in: directory)

@@ -134,6 +134,36 @@ import Testing
         #expect(verified.stdout.contains("keys rotate every 2 segments"), "\(verified.stdout)")
     }
 
+    /// HEVC rotates too: each period's init segment carries the hvcC again under its own key ID, and
+    /// `verify` recounts every slice's clear bytes against each period's parameter sets.
+    @Test(arguments: ["sample-aes", "cenc"])
+    func aRotatedHEVCPackageVerifiesPeriodByPeriod(_ encryption: String) throws {
+        let directory = try TemporaryDirectory()
+        let output = directory.path("out")
+        let options = [
+            "--encryption", encryption, "--segment-duration", "1", "--key-period", "1", "--key-uri", "../keys/{kid}",
+        ]
+        let result = try package(fixture("hevc.mp4"), output, options)
+        try #require(result.status == 0, "\(result.stderr)")
+        let list = try keyList(output + ".key")
+        // Three one-second video segments; audio, cut by its own duration, may have a fourth.
+        #expect(list.count >= 3, "\(list)")
+        let maps = try tags(output + "/video.m3u8", "#EXT-X-MAP:")
+        #expect(maps.count == 3, "\(maps)")
+        let verified = try guardPlay(["verify", output, "--source", fixture("hevc.mp4"), "--key-file", output + ".key"])
+        #expect(verified.status == 0, "\(verified.stdout)")
+        #expect(verified.stdout.contains("keys rotate every 1 segment"), "\(verified.stdout)")
+        // The negative control: one period's key wrong in the list, and that period no longer verifies.
+        var lines = try String(contentsOfFile: output + ".key", encoding: .utf8).split(separator: "\n").map(String.init)
+        lines[1] = list[1].kid + " ffeeddccbbaa99887766554433221100"
+        try (lines.joined(separator: "\n") + "\n").write(
+            toFile: directory.path("wrong.key"), atomically: true, encoding: .utf8)
+        let wrong = try guardPlay([
+            "verify", output, "--source", fixture("hevc.mp4"), "--key-file", directory.path("wrong.key"),
+        ])
+        #expect(wrong.status != 0, "\(wrong.stdout)")
+    }
+
     /// Each key period's init segment and segments, concatenated, decrypt in FFmpeg (`-decryption_key`)
     /// with that period's key to that stretch of the source's frames, and with another period's key to
     /// none of them.

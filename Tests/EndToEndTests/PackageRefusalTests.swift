@@ -52,7 +52,7 @@ import Testing
         try expectRefusal(directory.path("cut.mp4"), status: 14, says: ["cut short"])
     }
 
-    @Test func refusesHEVCPointingToFMP4Cbcs() throws {
+    @Test func refusesHEVCInTSPointingToFMP4Cbcs() throws {
         let directory = try TemporaryDirectory()
         let input = directory.path("hevc.mp4")
         let made = try ffmpeg([
@@ -60,7 +60,8 @@ import Testing
             "log-level=none", input,
         ])
         #expect(made.status == 0, "libx265: \(made.stderr)")
-        try expectRefusal(input, status: 16, says: ["HEVC", "fMP4", "cbcs", "H.264"])
+        try expectRefusal(
+            input, ["--container", "ts"], status: 16, says: ["HEVC", "fMP4", "cbcs", "--container fmp4"])
     }
 
     @Test func refusesOtherVideoCodecs() throws {
@@ -69,7 +70,7 @@ import Testing
         #expect(
             try ffmpeg(["-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=1", "-c:v", "mpeg4", input]).status
                 == 0)
-        try expectRefusal(input, status: 16, says: ["mpeg4", "H.264 video only", "re-encode"])
+        try expectRefusal(input, status: 16, says: ["mpeg4", "HEVC (fMP4) video only", "re-encode"])
     }
 
     @Test func refusesAStillImageLargerThan4096PixelsASide() throws {

@@ -30,8 +30,8 @@ private func stream(
         #expect(plan.notices.contains { $0.contains("ignoring subtitle stream 3") })
     }
 
-    @Test(arguments: [("hevc", "HEVC"), ("vp9", "H.264 video only"), ("mpeg4", "H.264 video only")])
-    func refusesVideoOtherThanH264(_ codec: String, _ says: String) {
+    @Test(arguments: [("vp9", "HEVC (fMP4) video only"), ("mpeg4", "HEVC (fMP4) video only")])
+    func refusesVideoOtherThanH264AndHEVC(_ codec: String, _ says: String) {
         #expect {
             try StreamPlan.make(streams: [stream(0, .video, codec), stream(1, .audio, "aac")], formatName: "mov")
         } throws: { error in
@@ -39,13 +39,30 @@ private func stream(
         }
     }
 
-    @Test func pointsHEVCAtFMP4AndCbcs() throws {
+    /// HEVC is planned, and goes to fMP4: with a notice when no container was asked for, refused with
+    /// the hint under `--container ts`.
+    @Test func plansHEVCForFMP4Only() throws {
+        let plan = try StreamPlan.make(
+            streams: [stream(0, .video, "hevc"), stream(1, .audio, "aac")], formatName: "mov")
+        #expect(plan.video?.codec == .hevc && plan.video?.handling == .copyHEVC)
+        let options = PackagingOptions(input: "in.mp4", output: "out")
+        let (chosen, notices) = try PackagingJob.container(for: plan, options: options)
+        #expect(chosen.container == .fragmentedMP4 && notices.count == 1 && notices[0].contains("HEVC"))
+        var explicit = options
+        explicit.containerIsDefault = false
         do {
-            _ = try StreamPlan.make(streams: [stream(0, .video, "hevc")], formatName: "mov")
-            Issue.record("HEVC was accepted")
+            _ = try PackagingJob.container(for: plan, options: explicit)
+            Issue.record("HEVC was packaged to TS")
         } catch {
-            #expect(error.message.contains("fMP4") && error.message.contains("cbcs"))
+            #expect(error.kind == .containerUnsupported && error.message.contains("--container fmp4"))
         }
+        explicit.container = .fragmentedMP4
+        #expect(try PackagingJob.container(for: plan, options: explicit).0.container == .fragmentedMP4)
+        var packed = options
+        packed.audioFormat = .packed
+        #expect(throws: PackagingError.self) { _ = try PackagingJob.container(for: plan, options: packed) }
+        let h264 = try StreamPlan.make(streams: [stream(0, .video, "h264")], formatName: "mov")
+        #expect(try PackagingJob.container(for: h264, options: options).0.container == .transportStream)
     }
 
     @Test func refusesEncryptedInput() {

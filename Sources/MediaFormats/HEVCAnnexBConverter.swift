@@ -1,0 +1,104 @@
+/// One HEVC access unit in Annex-B form: every NAL unit after a 4-byte start code.
+public struct HEVCAccessUnit: Sendable {
+    /// The bytes, start codes included.
+    public var bytes: [UInt8]
+    /// Where each NAL unit (header included) lies in `bytes`.
+    public var nalUnits: [Range<Int>]
+    /// True when a slice of the unit is an IRAP picture (IDR, CRA or BLA): a segment may start here.
+    public var isRandomAccess: Bool
+}
+
+/// Turns an HEVC stream's samples into Annex-B access units, from MP4 or Matroska (`hvcC` extradata,
+/// length-prefixed NAL units) or MPEG-TS and raw streams (start codes, parameter sets in band).
+///
+/// Access unit delimiters are dropped; an IRAP unit that carries no parameter sets gets the latest
+/// VPS, SPS and PPS put before its first slice, so every segment can start from its first picture.
+public struct HEVCAnnexBConverter: Sendable {
+    private var lengthSize: Int?
+    /// The latest VPS, SPS and PPS (stored NAL units), each type in the order sent.
+    public private(set) var parameterSets: [[UInt8]] = []
+
+    /// A converter for a stream with `extradata`: an `hvcC` record, Annex-B parameter sets, or nothing.
+    /// Throws `.malformed` for an `hvcC` that does not parse, naming the NAL unit that overruns it.
+    public init(extradata: [UInt8]) throws(FormatError) {
+        guard !extradata.isEmpty else { return }
+        let annexB = extradata.withUnsafeBytes { NALUnitSplitter.startsWithStartCode($0) }
+        if annexB {
+            let ranges = extradata.withUnsafeBytes { NALUnitSplitter.annexB($0) }
+            try take(ranges.map { Array(extradata[$0]) }, structure: "the HEVC extradata")
+        } else {
+            let record = try HEVCDecoderConfiguration(parsing: extradata, structure: "hvcC")
+            lengthSize = record.lengthSize
+            try take(record.nalUnits, structure: "hvcC")
+        }
+    }
+
+    /// The CODECS value of the current SPS (`hvc1.…`), or nil before one is known.
+    public var codecString: String? {
+        guard let sps = sequenceParameterSet else { return nil }
+        return (try? HEVCSequenceParameterSet(sps))?.profileTierLevel.codecString
+    }
+
+    /// The current SPS, or nil before one is known.
+    public var sequenceParameterSet: [UInt8]? { parameterSets.first { Self.type($0) == HEVCNALHeader.sps } }
+
+    /// Converts one sample, or returns nil when it holds no NAL unit.
+    public mutating func convert(_ sample: UnsafeRawBufferPointer) throws(FormatError) -> HEVCAccessUnit? {
+        var ranges: [Range<Int>]
+        if let lengthSize {
+            // hvcC means length prefixes, whatever the first bytes look like.
+            ranges = try NALUnitSplitter.lengthPrefixed(sample, lengthSize: lengthSize)
+        } else {
+            ranges = NALUnitSplitter.annexB(sample)
+            if ranges.isEmpty && sample.count > 0 {
+                throw FormatError("HEVC sample", "\(sample.count) bytes with no start code and no hvcC lengths")
+            }
+        }
+        ranges = ranges.filter { !$0.isEmpty }
+        guard !ranges.isEmpty else { return nil }
+        var isRandomAccess = false
+        var inBand: [[UInt8]] = []
+        for (index, range) in ranges.enumerated() {
+            let nal = Array(sample[range])
+            let header = try HEVCNALHeader(nal, structure: "HEVC NAL unit \(index) of the sample")
+            if header.isVCL && header.isIRAP { isRandomAccess = true }
+            if (HEVCNALHeader.vps...HEVCNALHeader.pps).contains(header.type) { inBand.append(nal) }
+        }
+        if !inBand.isEmpty { try take(inBand, structure: "the sample's parameter sets") }
+        var unit = HEVCAccessUnit(bytes: [], nalUnits: [], isRandomAccess: isRandomAccess)
+        unit.bytes.reserveCapacity(sample.count + 64)
+        func append(_ payload: UnsafeRawBufferPointer) {
+            unit.bytes.append(contentsOf: H264AnnexBConverter.startCode)
+            let start = unit.bytes.count
+            unit.bytes.appendBytes(payload)
+            unit.nalUnits.append(start..<unit.bytes.count)
+        }
+        var setsWritten = !isRandomAccess || !inBand.isEmpty
+        for range in ranges {
+            let type = (sample[range.lowerBound] >> 1) & 0x3F
+            if type == HEVCNALHeader.accessUnitDelimiter { continue }
+            if !setsWritten && type < 32 {
+                for set in parameterSets { set.withUnsafeBytes { append($0) } }
+                setsWritten = true
+            }
+            append(UnsafeRawBufferPointer(rebasing: sample[range]))
+        }
+        return unit
+    }
+
+    /// Replaces the known parameter sets of each type in `units` by those units, after checking they
+    /// parse (an SPS or PPS GuardPlay refuses throws here, before anything is packaged).
+    private mutating func take(_ units: [[UInt8]], structure: String) throws(FormatError) {
+        var check = HEVCParameterSets()
+        for (index, unit) in units.enumerated() {
+            try check.add(unit, structure: "\(structure), NAL unit \(index)")
+        }
+        let types = Set(units.map(Self.type)).intersection(HEVCNALHeader.vps...HEVCNALHeader.pps)
+        let kept =
+            parameterSets.filter { !types.contains(Self.type($0)) } + units.filter { types.contains(Self.type($0)) }
+        parameterSets = (HEVCNALHeader.vps...HEVCNALHeader.pps).flatMap { type in kept.filter { Self.type($0) == type }
+        }
+    }
+
+    private static func type(_ nal: [UInt8]) -> UInt8 { (nal[0] >> 1) & 0x3F }
+}

@@ -1,0 +1,100 @@
+/// The clear bytes of HEVC NAL units under CENC, from each slice segment's own header parse: the
+/// parameter sets seen so far and the last independent slice segment, which a dependent one continues.
+///
+/// A VCL NAL unit keeps its 2-byte header and its whole `slice_segment_header()` clear, counted in
+/// stored (escaped) bytes and rounded up to a byte; every other NAL unit is clear.
+public struct HEVCClearLength: Sendable {
+    /// The parameter sets seen so far, by ID.
+    public private(set) var parameterSets = HEVCParameterSets()
+    private var previous: HEVCSliceSegmentHeader?
+
+    /// A state that has seen no NAL unit.
+    public init() {}
+
+    /// The clear bytes of `nal` (stored bytes, header included, no length prefix); a parameter set is
+    /// taken for the slices after it. Throws a `FormatError` naming `structure`: `.unsupported` for a
+    /// stream GuardPlay refuses, `.malformed` for a header that does not parse.
+    public mutating func clearBytes(of nal: [UInt8], structure: String) throws(FormatError) -> Int {
+        let header = try HEVCNALHeader(nal, structure: structure)
+        guard header.isVCL else {
+            if (HEVCNALHeader.vps...HEVCNALHeader.pps).contains(header.type) {
+                try parameterSets.add(nal, structure: structure)
+            }
+            return nal.count
+        }
+        let slice = try HEVCSliceSegmentHeader(nal, sets: parameterSets, previous: previous, structure: structure)
+        if !slice.dependent { previous = slice }
+        return slice.storedBytes
+    }
+}
+
+/// Turns the packager's Annex-B HEVC access units into CMAF samples: 4-byte NAL lengths, no access
+/// unit delimiters, the first VPS, SPS and PPS moved to `hvcC` (repeats of them dropped; a stream
+/// whose parameter sets change is refused, since `hvc1` marks the hvcC arrays complete), and for each NAL unit its stored size and clear bytes (`HEVCClearLength`).
+///
+/// The packager and the verifier run the same builder for their samples; the verifier's clear-length
+/// check walks the written samples itself.
+public struct HEVCSampleBuilder: Sendable {
+    private var clear = HEVCClearLength()
+    /// The VPS, SPS and PPS of the first access unit: the init segment's `hvcC`.
+    public private(set) var configurationUnits: [[UInt8]] = []
+    private var configured = false
+
+    /// A builder that has seen no access unit yet.
+    public init() {}
+
+    /// The sample of `unit` (Annex-B bytes and NAL ranges) and, per NAL unit kept, its stored size and
+    /// clear bytes. Errors name the NAL unit by its index and byte offset in the access unit.
+    public mutating func sample(bytes: [UInt8], nalUnits: [Range<Int>]) throws(FormatError) -> (
+        bytes: [UInt8], units: [(size: Int, clear: Int)]
+    ) {
+        var sample: [UInt8] = []
+        sample.reserveCapacity(bytes.count)
+        var units: [(size: Int, clear: Int)] = []
+        for (index, range) in nalUnits.enumerated() where !range.isEmpty {
+            let nal = Array(bytes[range])
+            let type = (nal[0] >> 1) & 0x3F
+            if type == HEVCNALHeader.accessUnitDelimiter { continue }
+            let structure = "HEVC NAL unit \(index) (type \(type), at byte \(range.lowerBound) of the access unit)"
+            let clearBytes = try clear.clearBytes(of: nal, structure: structure)
+            if (HEVCNALHeader.vps...HEVCNALHeader.pps).contains(type) {
+                if !configured {
+                    configurationUnits.append(nal)
+                    continue
+                }
+                if configurationUnits.contains(nal) { continue }
+                throw FormatError(
+                    structure,
+                    "a parameter set that differs from the first access unit's: 'hvc1' carries every parameter set "
+                        + "in hvcC, so a stream whose parameter sets change is not packaged",
+                    kind: .unsupported)
+            }
+            sample.appendBigEndian(UInt32(nal.count))
+            sample.append(contentsOf: nal)
+            units.append((4 + nal.count, 4 + clearBytes))
+        }
+        if !configured {
+            let types = Set(configurationUnits.map { ($0[0] >> 1) & 0x3F })
+            guard types.count == 3 else {
+                throw FormatError(
+                    "HEVC access unit", "the first picture comes without a VPS, an SPS and a PPS", kind: .malformed)
+            }
+            configured = true
+        }
+        return (sample, units)
+    }
+
+    /// The `hvcC` record of the first access unit's parameter sets, 4-byte NAL lengths.
+    public func configuration() throws(FormatError) -> HEVCDecoderConfiguration {
+        func first(_ type: UInt8) throws(FormatError) -> [UInt8] {
+            guard let unit = configurationUnits.first(where: { ($0[0] >> 1) & 0x3F == type }) else {
+                throw FormatError("hvcC", "no parameter set of type \(type) was seen")
+            }
+            return unit
+        }
+        var record = try HEVCDecoderConfiguration(
+            vps: try first(HEVCNALHeader.vps), sps: try first(HEVCNALHeader.sps), pps: try first(HEVCNALHeader.pps))
+        record.nalUnits = configurationUnits
+        return record
+    }
+}

@@ -1,0 +1,36 @@
+import MediaFormats
+
+/// The CMAF sample conversion of the video stream, H.264 or HEVC as planned: length-prefixed samples
+/// with each NAL unit's clear bytes, and the sample entry the first samples' parameter sets make. The
+/// packager and the verifier's expected samples run the same conversion.
+struct VideoSampleConversion {
+    // One of the two is set; optional chaining mutates the builder in place.
+    private var h264: H264SampleBuilder?
+    private var hevc: HEVCSampleBuilder?
+
+    /// A conversion for video of `codec`.
+    init(codec: ElementaryCodec) {
+        if codec == .hevc { hevc = HEVCSampleBuilder() } else { h264 = H264SampleBuilder() }
+    }
+
+    /// The sample of `bytes` (Annex-B, NAL units at `nalUnits`) and each kept NAL unit's stored size and
+    /// clear bytes.
+    mutating func sample(bytes: [UInt8], nalUnits: [Range<Int>]) throws(FormatError) -> (
+        bytes: [UInt8], units: [(size: Int, clear: Int)]
+    ) {
+        if hevc != nil { return try hevc!.sample(bytes: bytes, nalUnits: nalUnits) }
+        return try h264!.sample(bytes: bytes, nalUnits: nalUnits)
+    }
+
+    /// The sample entry's media, from the parameter sets of the first sample (call after it).
+    func media(width: Int, height: Int) throws(FormatError) -> FragmentedTrack.Media {
+        if let hevc {
+            return .hevc(width: width, height: height, configuration: try hevc.configuration().serialized())
+        }
+        let builder = h264!
+        let sps = try H264SequenceParameterSet(nal: builder.sequenceParameterSets[0])
+        let configuration = FragmentedMP4Writer.avcConfiguration(
+            sps: builder.sequenceParameterSets, pps: builder.pictureParameterSets, parsed: sps)
+        return .h264(width: width, height: height, configuration: configuration)
+    }
+}
