@@ -8,13 +8,16 @@
 # (a walk of `/proc/*/comm` every interval). With `busy`, a loop starts `/bin/true` about 50 times a second during every run, as on a
 # machine that is compiling, so the quick check has new tasks to look at.
 #
-# Usage: bench/capture-cpu.sh [quiet|busy] [seconds (default 20)] [poll interval (default 250ms)] [QUICK (default 10ms)]
+# With BASELINE=PATH (another build of guard-play, say main's before a change), the scan alone and the
+# scan with that build's default newest-PID poll are measured with it too, in the same run.
+#
+# Usage: bench/capture-cpu.sh [quiet|busy] [seconds (default 20)] [poll interval (default 250ms)] [QUICK (default 25ms)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 load="${1:-quiet}"
 seconds="${2:-20}"
 interval="${3:-250ms}"
-quick_interval="${4:-10ms}"
+quick_interval="${4:-25ms}"
 
 swift build -c release --product guard-play -Xswiftc -warnings-as-errors >/dev/null
 player=.build/release/guard-play
@@ -37,9 +40,10 @@ if [ "$load" = busy ]; then
     spawner=$!
 fi
 
-# Prints the player's CPU milliseconds per second of playing with the given capture options.
+# Prints the player's CPU milliseconds per second of playing with the given capture options (with
+# PLAYER set, that build instead).
 measure() {
-    "$player" media/song.m4a --output null --realtime --loop 0 --status none --poll-interval "$interval" "$@" &
+    "${PLAYER:-$player}" media/song.m4a --output null --realtime --loop 0 --status none --poll-interval "$interval" "$@" &
     local pid=$!
     sleep 1
     local before after
@@ -56,6 +60,12 @@ reference=$(measure --capture-source none)
 scan=$(measure --capture-source process --new-process-poll off)
 quick=$(measure --capture-source process --new-process-poll "$quick_interval")
 remote=$(measure --capture-source remote-desktop)
+if [ -n "${BASELINE:-}" ]; then
+    baseline_scan=$(PLAYER="$BASELINE" measure --capture-source process --new-process-poll off)
+    baseline_default=$(PLAYER="$BASELINE" measure --capture-source process)
+    echo "  baseline $BASELINE: scan alone $baseline_scan, its default $baseline_default ms CPU per s" \
+        "(scanner $(python3 -c "print('%.2f' % ($baseline_scan - $reference))"), $(python3 -c "print('%.2f' % ($baseline_default - $reference))"))"
+fi
 python3 - "$reference" "$scan" "$quick" "$remote" "$quick_interval" <<'EOF'
 import sys
 reference, scan, quick, remote = (float(v) for v in sys.argv[1:5])

@@ -124,6 +124,9 @@ public struct ProcessTable: Sendable {
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { break }
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<count]))
+                // procfs fills the buffer whenever more remains, so a short read was the end: `comm`,
+                // `cmdline` and `status` then cost one read instead of two.
+                if count < buffer.count { break }
             }
         }
         if complete, bytes.count >= limit { return nil }

@@ -82,6 +82,39 @@ import Testing
 }
 
 @Suite(.serialized) struct QuickProcessScanTests {
+    /// While nothing new is created the newest PID is read at the idle interval (here 100 ms); once a task
+    /// appears it is read every 10 ms for the exec window (50 ms), then the reading slows down again. The
+    /// readings are counted through the check's own `newestPID` closure, with no regular scan in the way.
+    @Test func theNewestPIDIsReadFastOnlyWhileANewTaskIsYoung() throws {
+        let newest = Mutex<Int32>(1000)
+        let readings = Mutex<[Double]>([])
+        let check = ProcessScanSource.NewTaskCheck(
+            interval: 0.1,
+            newestPID: {
+                readings.withLock { $0.append(MonotonicClock.seconds()) }
+                return newest.withLock { $0 }
+            }, classify: { _ in [] })
+        let monitor = CaptureMonitor()
+        monitor.attach(ProcessScanSource(interval: 10, lease: 30, newTasks: check) { [] })
+        defer { monitor.stopAll() }
+        func count(from start: Double, for seconds: Double) -> Int {
+            readings.withLock { $0.filter { $0 >= start && $0 < start + seconds }.count }
+        }
+        // Idle: about 10 readings a second (a fixed 10 ms poll would make 100).
+        let idleStart = MonotonicClock.seconds()
+        Thread.sleep(forTimeInterval: 1.2)
+        let idle = count(from: idleStart + 0.1, for: 1)
+        #expect(idle >= 3 && idle <= 15, "\(idle) readings in an idle second")
+        // A new task: the next reading sees it, and the ones after it come every 10 ms for its window.
+        newest.withLock { $0 += 1 }
+        let bumped = MonotonicClock.seconds()
+        Thread.sleep(forTimeInterval: 0.5)
+        let fast = count(from: bumped, for: 0.2)
+        #expect(fast >= 5, "\(fast) readings in the 200 ms after a new task (at 100 ms: 2 at most)")
+        let after = count(from: bumped + 0.25, for: 0.25)
+        #expect(after <= 4, "\(after) readings in 250 ms once the task is no longer young")
+    }
+
     /// A recorder started long before the next regular scan (10 s away) is seen through the newest PID,
     /// within a few quick readings; it is reported with its own PID.
     @Test func aNewRecorderIsSeenBetweenScans() throws {

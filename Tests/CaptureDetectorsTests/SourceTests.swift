@@ -127,13 +127,13 @@ func end(_ process: Process) {
         let gate = directory.appendingPathComponent("go")
         let script = directory.appendingPathComponent("pw-dump")
         let body = """
-        #!/bin/sh
-        cat '\(fixtures.path)/idle-playback.json'
-        while [ ! -e '\(gate.path)' ]; do sleep 0.05; done
-        cat '\(fixtures.path)/audio-monitor-record.json'
-        while [ ! -e '\(gate.path).2' ]; do sleep 0.05; done
-        exit 3
-        """
+            #!/bin/sh
+            cat '\(fixtures.path)/idle-playback.json'
+            while [ ! -e '\(gate.path)' ]; do sleep 0.05; done
+            cat '\(fixtures.path)/audio-monitor-record.json'
+            while [ ! -e '\(gate.path).2' ]; do sleep 0.05; done
+            exit 3
+            """
         try writeExecutable(body, to: script.path)
 
         let monitor = CaptureMonitor()

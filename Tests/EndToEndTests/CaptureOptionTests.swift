@@ -9,7 +9,8 @@ import Testing
         // A stand-in pw-dump that prints a recorded idle graph, lives a second and dies.
         let directory = try TemporaryDirectory()
         let fixtures = repositoryRoot.appendingPathComponent("Tests/CaptureDetectorsTests/Fixtures").path
-        try writeExecutable("#!/bin/sh\ncat '\(fixtures)/idle-playback.json'\nsleep 1\nexit 3\n", to: directory.path("pw-dump"))
+        try writeExecutable(
+            "#!/bin/sh\ncat '\(fixtures)/idle-playback.json'\nsleep 1\nexit 3\n", to: directory.path("pw-dump"))
         let out = directory.path("out.wav")
         let path = directory.url.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         let result = try guardPlay(
