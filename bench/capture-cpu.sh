@@ -55,7 +55,52 @@ measure() {
     python3 -c "print('%.2f' % (($after - $before) / 1e6 / $seconds))"
 }
 
+# Prints the CPU milliseconds per second of the scanner's thread of BUILD playing with
+# `--capture-source process` and the given options.
+measure_thread() {
+    local build=$1
+    shift
+    "$build" media/song.m4a --output null --realtime --loop 0 --status none --poll-interval "$interval" \
+        --capture-source process "$@" &
+    local pid=$! tid="" most=-1 reads task
+    sleep 1
+    for task in /proc/"$pid"/task/*; do
+        reads=$(awk '/^syscr/ {print $2}' "$task/io" 2>/dev/null || echo 0)
+        if [ "${reads:-0}" -gt "$most" ]; then most=$reads; tid=${task##*/}; fi
+    done
+    local before after
+    read -r before _ <"/proc/$pid/task/$tid/schedstat"
+    sleep "$seconds"
+    read -r after _ <"/proc/$pid/task/$tid/schedstat"
+    kill "$pid"
+    wait "$pid" 2>/dev/null || true
+    python3 -c "print('%.2f' % (($after - $before) / 1e6 / $seconds))"
+}
+
 echo "bench: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $load; ${seconds} s a run; scan every $interval, newest PID every $quick_interval"
+# ROUNDS=N with BASELINE: N interleaved rounds of this build's scan alone and default and the
+# baseline's scan alone and default, each measured on the scanner's own thread (the thread with the
+# most read system calls after a second, `/proc/PID/task/TID/io` syscr: a scan reads two files per
+# process), so the decoding's own drift (a few ms/s between runs) stays out; then the medians.
+if [ -n "${ROUNDS:-}" ] && [ -n "${BASELINE:-}" ]; then
+    rows=""
+    for round in $(seq "$ROUNDS"); do
+        a=$(measure_thread "$player" --new-process-poll off)
+        b=$(measure_thread "$player" --new-process-poll "$quick_interval")
+        c=$(measure_thread "$BASELINE" --new-process-poll off)
+        d=$(measure_thread "$BASELINE")
+        echo "  round $round (load $(cut -d' ' -f1 /proc/loadavg)): scanner thread: this build off $a, default $b; baseline off $c, default $d ms CPU per s"
+        rows="$rows $a,$b,$c,$d"
+    done
+    python3 - $rows <<'EOF2'
+import statistics, sys
+costs = list(zip(*[[float(v) for v in row.split(",")] for row in sys.argv[1:]]))
+names = ["this build, scan alone", "this build, default", "baseline, scan alone", "baseline, default"]
+for name, values in zip(names, costs):
+    print(f"  {name:<24} median {statistics.median(values):5.2f}  range {min(values):5.2f} to {max(values):5.2f} ms CPU per s")
+EOF2
+    exit 0
+fi
 reference=$(measure --capture-source none)
 scan=$(measure --capture-source process --new-process-poll off)
 quick=$(measure --capture-source process --new-process-poll "$quick_interval")

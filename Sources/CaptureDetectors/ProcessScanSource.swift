@@ -41,21 +41,38 @@ public final class ProcessScanSource: LiveCaptureSource {
         }
 
         /// The check over `table` with `classifier`: each task ID read as a process, a thread counted as
-        /// its process, processes failing `keep` skipped.
+        /// its process, processes failing `keep` skipped. A task looked at again (every reading of its
+        /// exec window) costs one read of its `comm` while that is unchanged: an exec renames it, so
+        /// only then are its command line and classification read again. (A wrapper that execs a
+        /// program of its own name is the regular scan's, like any late exec.)
         public init(
             interval: Double = 0.025, table: ProcessTable, classifier: ProcessClassifier,
             keep: @escaping @Sendable (Int32) -> Bool = { _ in true }
         ) {
             let reader = LoadAverageReader(table: table)
+            // The `comm` each recent task had when it was last classified; only the last call's tasks.
+            let classified = Mutex<[Int32: String]>([:])
             self.init(interval: interval, newestPID: { reader.newestPID() }) { pids in
+                let before = classified.withLock { $0 }
+                var after: [Int32: String] = [:]
                 var found: [ProcessDetection] = []
                 for pid in pids {
-                    guard let process = table.process(pid), var detection = classifier.classify(process),
-                        let owner = table.threadGroup(of: pid), keep(owner)
+                    guard let comm = table.comm(pid) else { continue }
+                    if before[pid] == comm {
+                        after[pid] = comm
+                        continue
+                    }
+                    // Mid-exec the new name can come before the new command line: a task whose command
+                    // line cannot be read yet is looked at whole again next time.
+                    guard let process = table.process(pid) else { continue }
+                    after[pid] = process.comm
+                    guard var detection = classifier.classify(process), let owner = table.threadGroup(of: pid),
+                        keep(owner)
                     else { continue }
                     detection.pid = owner
                     if !found.contains(detection) { found.append(detection) }
                 }
+                classified.withLock { $0 = after }
                 return found
             }
         }

@@ -55,15 +55,19 @@ public struct ProcessTable: Sendable {
     /// its process's command line; `threadGroup(of:)` says which process that is.
     public func process(_ pid: Int32, acceptingComm accept: (String) -> Bool = { _ in true }) -> ProcessSnapshot? {
         let directory = "\(root)/\(pid)"
-        guard let comm = Self.read(directory + "/comm") else { return nil }
-        let name = String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .newlines)
-        guard accept(name) else { return nil }
+        guard let name = comm(pid), accept(name) else { return nil }
         guard let cmdline = Self.read(directory + "/cmdline"), !cmdline.isEmpty else { return nil }
         let arguments = cmdline.split(separator: 0, omittingEmptySubsequences: false).map {
             String(decoding: $0, as: UTF8.self)
         }
         return ProcessSnapshot(
             pid: pid, comm: name, arguments: arguments.last == "" ? Array(arguments.dropLast()) : arguments)
+    }
+
+    /// The `comm` (the kernel's 15-byte name) of process or thread `pid`; nil when it is gone.
+    public func comm(_ pid: Int32) -> String? {
+        guard let comm = Self.read("\(root)/\(pid)/comm") else { return nil }
+        return String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .newlines)
     }
 
     /// The process a task belongs to (the `Tgid:` line of `/proc/PID/status`): itself for a process, its

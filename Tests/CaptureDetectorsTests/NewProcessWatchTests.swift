@@ -81,6 +81,36 @@ import Testing
     }
 }
 
+@Suite struct NewTaskClassifyTests {
+    /// A fake procfs with one task whose files the test rewrites as a fork, an exec seen half done and
+    /// a finished exec would change them.
+    @Test func aRecheckedTaskIsClassifiedAgainOnlyOnceItsNameOrCommandLineIsNew() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("fakeproc-\(UUID().uuidString)")
+        let task = root.appendingPathComponent("4321")
+        try FileManager.default.createDirectory(at: task, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        func write(comm: String, cmdline: [String]) throws {
+            try Data((comm + "\n").utf8).write(to: task.appendingPathComponent("comm"))
+            try Data(cmdline.map { $0 + "\u{0}" }.joined().utf8).write(to: task.appendingPathComponent("cmdline"))
+        }
+        try Data("Name:\tx\nTgid:\t4321\n".utf8).write(to: task.appendingPathComponent("status"))
+        try Data("0.00 0.00 0.00 1/100 4321\n".utf8).write(to: root.appendingPathComponent("loadavg"))
+        let check = ProcessScanSource.NewTaskCheck(
+            table: ProcessTable(root: root.path), classifier: ProcessClassifier())
+
+        // The shell that forked: not a recorder, and looked at whole once.
+        try write(comm: "sh", cmdline: ["/bin/sh", "-c", "ffmpeg -f x11grab -i :0 out.mkv"])
+        #expect(check.classify([4321]).isEmpty)
+        #expect(check.classify([4321]).isEmpty)
+        // Mid-exec: the new name, no command line yet; then the command line: now it is a recorder.
+        try write(comm: "ffmpeg", cmdline: [])
+        #expect(check.classify([4321]).isEmpty)
+        try write(comm: "ffmpeg", cmdline: ["ffmpeg", "-f", "x11grab", "-i", ":0", "out.mkv"])
+        let found = check.classify([4321])
+        #expect(found.map(\.pid) == [4321] && found.first?.app == "ffmpeg", "\(found)")
+    }
+}
+
 @Suite(.serialized) struct QuickProcessScanTests {
     /// While nothing new is created the newest PID is read at the idle interval (here 100 ms); once a task
     /// appears it is read every 10 ms for the exec window (50 ms), then the reading slows down again. The
