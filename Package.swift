@@ -40,7 +40,10 @@ let package = Package(
         // Byte formats in and out (bit reader/writer, NAL units, H.264, AAC, AC-3, TS, SAMPLE-AES, HLS
         // playlists): no FFmpeg, so their tests run without it.
         .target(name: "MediaFormats", dependencies: ["Crypto"], swiftSettings: strict),
-        .target(name: "Packager", dependencies: ["MediaFormats", "MediaCore", "Crypto"], swiftSettings: strict),
+        // Protection's flicker phases make `package STILL --flicker`.
+        .target(
+            name: "Packager", dependencies: ["MediaFormats", "MediaCore", "Crypto", "Protection"], swiftSettings: strict
+        ),
         .target(
             name: "Player", dependencies: ["MediaFormats", "MediaCore", "Protection", "CaptureMonitor", "CSDL2"],
             swiftSettings: strict),

@@ -11,14 +11,14 @@
 #   WirePlumber, with `--capture-source pipewire` only; the recorder is `pw-record` of the sink's monitor.
 #
 # Usage: bench/capture-latency.sh [process|pipewire] [rounds (default 20)] [poll interval (default 250ms)]
-#        [new-process poll (default 10ms; off for the regular scan alone)]
+#        [new-process poll (default 25ms, the player's; off for the regular scan alone)]
 # KEEP=1 keeps the working folder (events, recorder start times, the player's standard error).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-process}"
 rounds="${2:-20}"
 interval="${3:-250ms}"
-quick="${4:-10ms}"
+quick="${4:-25ms}"
 work=$(mktemp -d /tmp/guardplay-latency.XXXXXX)
 pids=()
 cleanup() {

@@ -23,6 +23,11 @@ public struct PipeWireCaptureRules: Sendable {
     public var screencastProducers = [
         "meta-screen-cast-src", "xdpw-stream-*", "xdph-streaming-*", "niri-screen-cast-src",
     ]
+    /// Programs that cast a screencast to another display, by the binary of the client that consumes it,
+    /// with the name a report gives them: GNOME Network Displays sends Miracast (Wi-Fi Display) and
+    /// Chromecast streams from the screencast it gets through the portal (a `pipewiresrc` in its own
+    /// process, so its client's `application.process.binary` is `gnome-network-displays`).
+    public var castingSenders = ["gnome-network-displays": "GNOME Network Displays (Miracast/Chromecast)"]
     /// The node name of the sink GuardPlay plays to, when the user names it; recording its monitor ports
     /// is audio capture. When nil, the sink is read from the graph (see `playbackSinks(in:)`).
     public var playbackSink: String?
@@ -65,18 +70,30 @@ public struct PipeWireCaptureRules: Sendable {
             if let pid = client?.pid, ignoredPIDs.contains(pid) { continue }
             let app = client?.binary ?? client?.applicationName
             if isScreencastProducer(node) {
-                let consumer = consumers(of: node.id, in: graph).first
-                let consumerClient = consumer?.clientID.flatMap { graph.clients[$0] }
+                let consumerClients = consumers(of: node.id, in: graph).compactMap { consumer in
+                    consumer.clientID.flatMap { graph.clients[$0] }
+                }
+                // A casting sender is named before any other consumer: it shows the screen elsewhere.
+                let caster = consumerClients.first { castingSender($0) != nil }
+                let consumerClient = caster ?? consumerClients.first
+                let reason =
+                    caster.flatMap(castingSender).map {
+                        "screencast node '\(node.name)' is cast to a network display by \($0)"
+                    }
+                    ?? "screencast node '\(node.name)' is live"
                 found.append(
                     PipeWireDetection(
                         kind: .screen, nodeID: node.id, pid: consumerClient?.pid ?? client?.pid,
-                        app: consumerClient?.binary ?? app, confidence: 0.95,
-                        reason: "screencast node '\(node.name)' is live"))
+                        app: consumerClient?.binary ?? app, confidence: 0.95, reason: reason))
             } else if node.mediaClass == "Stream/Input/Video", !isCamera(node, in: graph) {
+                let reason =
+                    client.flatMap(castingSender).map {
+                        "video stream '\(node.name)' casts to a network display: \($0)"
+                    }
+                    ?? "video capture stream '\(node.name)' that is not a camera"
                 found.append(
                     PipeWireDetection(
-                        kind: .screen, nodeID: node.id, pid: client?.pid, app: app, confidence: 0.7,
-                        reason: "video capture stream '\(node.name)' that is not a camera"))
+                        kind: .screen, nodeID: node.id, pid: client?.pid, app: app, confidence: 0.7, reason: reason))
             } else if node.mediaClass == "Stream/Input/Audio", let sink = recordedMonitor(node, of: sinks, in: graph) {
                 found.append(
                     PipeWireDetection(
@@ -92,6 +109,11 @@ public struct PipeWireCaptureRules: Sendable {
         return screencastProducers.contains { pattern in
             pattern.hasSuffix("*") ? node.name.hasPrefix(pattern.dropLast()) : node.name == pattern
         }
+    }
+
+    /// The name of the casting sender `client` runs, or nil when it is none.
+    func castingSender(_ client: PipeWireGraph.Client) -> String? {
+        client.binary.flatMap { castingSenders[$0] }
     }
 
     func consumers(of nodeID: Int, in graph: PipeWireGraph) -> [PipeWireGraph.Node] {

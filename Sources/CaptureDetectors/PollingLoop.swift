@@ -47,12 +47,22 @@ final class PollingLoop: Sendable {
         self.lease = lease
     }
 
-    /// Polls now and reports, then every `interval` until `stop`. With `quick`, the thread wakes every
-    /// `quickInterval` instead and runs `quick` between polls; a verdict it returns is reported at once
-    /// (nil: nothing to say). The regular poll keeps its period.
+    /// What one quick check between polls found.
+    struct QuickResult: Sendable {
+        /// A verdict to report at once, or nil for nothing to say.
+        var verdict: PollVerdict?
+        /// True when the check wants to look again soon (something is in progress), false when it can
+        /// sleep its idle interval.
+        var busy: Bool
+    }
+
+    /// Polls now and reports, then every `interval` until `stop`. With `quick`, the thread also wakes
+    /// between polls and runs `quick`: every `quickInterval` while the last check was busy, every
+    /// `idleQuickInterval` (at least `quickInterval`) otherwise, so an idle machine costs fewer wake-ups.
+    /// A verdict it returns is reported at once. The regular poll keeps its period.
     func start(
-        _ reporter: CaptureReporter, quickInterval: Double? = nil, quick: (@Sendable () -> PollVerdict?)? = nil,
-        poll: @escaping @Sendable () -> PollVerdict
+        _ reporter: CaptureReporter, quickInterval: Double? = nil, idleQuickInterval: Double? = nil,
+        quick: (@Sendable () -> QuickResult)? = nil, poll: @escaping @Sendable () -> PollVerdict
     ) {
         let lease = lease
         let interval = interval
@@ -64,9 +74,10 @@ final class PollingLoop: Sendable {
         send(poll())
         let started: PeriodicThread
         if let quick, let quickInterval, quickInterval < interval {
+            let idle = min(max(idleQuickInterval ?? quickInterval, quickInterval), interval)
             let lastPoll = Mutex(MonotonicClock.seconds())
-            started = PeriodicThread(name: "guardplay.\(name)", interval: quickInterval, firstTickAfter: quickInterval)
-            {
+            started = PeriodicThread(name: "guardplay.\(name)", interval: quickInterval)
+            started.startAdaptive(firstTickAfter: quickInterval) {
                 let now = MonotonicClock.seconds()
                 // Half a wake-up early rather than a whole one late.
                 let due = lastPoll.withLock { last in
@@ -76,9 +87,11 @@ final class PollingLoop: Sendable {
                 }
                 if due {
                     send(poll())
-                } else if let verdict = quick() {
-                    send(verdict)
+                    return idle
                 }
+                let result = quick()
+                if let verdict = result.verdict { send(verdict) }
+                return result.busy ? quickInterval : idle
             }
         } else {
             started = PeriodicThread(

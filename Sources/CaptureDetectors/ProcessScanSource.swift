@@ -18,8 +18,13 @@ public final class ProcessScanSource: LiveCaptureSource {
 
     /// How the scanner looks at newly created tasks between its regular scans.
     public struct NewTaskCheck: Sendable {
-        /// Seconds between readings of the newest PID (10 ms by default).
+        /// Seconds between readings of the newest PID while nothing new was created (25 ms by default).
         public var interval: Double
+        /// Seconds between readings while a new task is within its exec window (10 ms, or `interval`
+        /// when that is shorter): a shell's exec follows its fork by a few milliseconds.
+        public var busyInterval: Double { min(interval, NewTaskCheck.busyInterval) }
+        /// The reading's period while a new task is young.
+        public static let busyInterval = 0.01
         /// Reads the newest PID (`ProcessTable.newestPID()`).
         public var newestPID: @Sendable () -> Int32?
         /// The recorders among these task IDs.
@@ -27,7 +32,7 @@ public final class ProcessScanSource: LiveCaptureSource {
 
         /// Creates a check.
         public init(
-            interval: Double = 0.01, newestPID: @escaping @Sendable () -> Int32?,
+            interval: Double = 0.025, newestPID: @escaping @Sendable () -> Int32?,
             classify: @escaping @Sendable ([Int32]) -> [ProcessDetection]
         ) {
             self.interval = interval
@@ -36,32 +41,49 @@ public final class ProcessScanSource: LiveCaptureSource {
         }
 
         /// The check over `table` with `classifier`: each task ID read as a process, a thread counted as
-        /// its process, processes failing `keep` skipped.
+        /// its process, processes failing `keep` skipped. A task looked at again (every reading of its
+        /// exec window) costs one read of its `comm` while that is unchanged: an exec renames it, so
+        /// only then are its command line and classification read again. (A wrapper that execs a
+        /// program of its own name is the regular scan's, like any late exec.)
         public init(
-            interval: Double = 0.01, table: ProcessTable, classifier: ProcessClassifier,
+            interval: Double = 0.025, table: ProcessTable, classifier: ProcessClassifier,
             keep: @escaping @Sendable (Int32) -> Bool = { _ in true }
         ) {
             let reader = LoadAverageReader(table: table)
+            // The `comm` each recent task had when it was last classified; only the last call's tasks.
+            let classified = Mutex<[Int32: String]>([:])
             self.init(interval: interval, newestPID: { reader.newestPID() }) { pids in
+                let before = classified.withLock { $0 }
+                var after: [Int32: String] = [:]
                 var found: [ProcessDetection] = []
                 for pid in pids {
-                    guard let process = table.process(pid), var detection = classifier.classify(process),
-                        let owner = table.threadGroup(of: pid), keep(owner)
+                    guard let comm = table.comm(pid) else { continue }
+                    if before[pid] == comm {
+                        after[pid] = comm
+                        continue
+                    }
+                    // Mid-exec the new name can come before the new command line: a task whose command
+                    // line cannot be read yet is looked at whole again next time.
+                    guard let process = table.process(pid) else { continue }
+                    after[pid] = process.comm
+                    guard var detection = classifier.classify(process), let owner = table.threadGroup(of: pid),
+                        keep(owner)
                     else { continue }
                     detection.pid = owner
                     if !found.contains(detection) { found.append(detection) }
                 }
+                classified.withLock { $0 = after }
                 return found
             }
         }
     }
 
     /// Creates a scanner over `table` with `classifier`, skipping GuardPlay's own process; with
-    /// `quickInterval` (10 ms by default, nil for none) it also reads the newest PID that often and looks
-    /// at each new task at once, so a recorder is seen within milliseconds of its start instead of at
-    /// the next scan.
+    /// `quickInterval` (25 ms by default, nil for none) it also reads the newest PID that often (every
+    /// 10 ms while a new task is young) and looks at each new task at once, so a recorder is seen within
+    /// milliseconds of its start instead of at the next scan.
     public convenience init(
-        interval: Double = 0.25, quickInterval: Double? = 0.01, table: ProcessTable = ProcessTable(),
+        interval: Double = 0.25, quickInterval: Double? = 0.025, table: ProcessTable = ProcessTable(),
         classifier: ProcessClassifier = ProcessClassifier()
     ) {
         let own = getpid()
@@ -106,20 +128,22 @@ public final class ProcessScanSource: LiveCaptureSource {
         _ = baseline.observe(newest: newTasks.newestPID(), at: MonotonicClock.seconds())
         let watch = Mutex(baseline)
         loop.start(
-            reporter, quickInterval: newTasks.interval,
+            reporter, quickInterval: newTasks.busyInterval, idleQuickInterval: newTasks.interval,
             quick: {
                 let reading = newTasks.newestPID()
                 let step = watch.withLock { $0.observe(newest: reading, at: MonotonicClock.seconds()) }
                 switch step {
                 case .nothing:
-                    return nil
+                    return .init(verdict: nil, busy: false)
                 case .scanAll:
-                    return poll()
+                    return .init(verdict: poll(), busy: false)
                 case .check(let pids):
+                    // Young tasks: read again soon, they may exec a recorder any moment.
                     let found = newTasks.classify(pids)
-                    guard !found.isEmpty else { return nil }
+                    guard !found.isEmpty else { return .init(verdict: nil, busy: true) }
                     let known = lastScan.withLock { $0 }
-                    return Self.verdict(known + found.filter { new in !known.contains { $0.pid == new.pid } })
+                    let verdict = Self.verdict(known + found.filter { new in !known.contains { $0.pid == new.pid } })
+                    return .init(verdict: verdict, busy: true)
                 }
             }, poll: poll)
     }

@@ -55,10 +55,8 @@ public struct ProcessTable: Sendable {
     /// its process's command line; `threadGroup(of:)` says which process that is.
     public func process(_ pid: Int32, acceptingComm accept: (String) -> Bool = { _ in true }) -> ProcessSnapshot? {
         let directory = "\(root)/\(pid)"
-        guard let comm = Self.read(directory + "/comm") else { return nil }
-        let name = String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .newlines)
-        guard accept(name) else { return nil }
-        guard let cmdline = Self.read(directory + "/cmdline"), !cmdline.isEmpty else { return nil }
+        guard let name = comm(pid), accept(name) else { return nil }
+        guard let cmdline = Self.read(directory + "/cmdline", oneRecord: true), !cmdline.isEmpty else { return nil }
         let arguments = cmdline.split(separator: 0, omittingEmptySubsequences: false).map {
             String(decoding: $0, as: UTF8.self)
         }
@@ -66,10 +64,16 @@ public struct ProcessTable: Sendable {
             pid: pid, comm: name, arguments: arguments.last == "" ? Array(arguments.dropLast()) : arguments)
     }
 
+    /// The `comm` (the kernel's 15-byte name) of process or thread `pid`; nil when it is gone.
+    public func comm(_ pid: Int32) -> String? {
+        guard let comm = Self.read("\(root)/\(pid)/comm", oneRecord: true) else { return nil }
+        return String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .newlines)
+    }
+
     /// The process a task belongs to (the `Tgid:` line of `/proc/PID/status`): itself for a process, its
     /// process for a thread; nil when it is gone.
     public func threadGroup(of pid: Int32) -> Int32? {
-        guard let status = Self.read("\(root)/\(pid)/status") else { return nil }
+        guard let status = Self.read("\(root)/\(pid)/status", oneRecord: true) else { return nil }
         for line in String(decoding: status, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Tgid:") {
             return Int32(line.dropFirst(5).trimmingCharacters(in: .whitespaces))
         }
@@ -112,7 +116,13 @@ public struct ProcessTable: Sendable {
 
     /// Reads a procfs file whole; nil when it is gone or unreadable. At most `limit` bytes are read (a
     /// command line longer than 64 KiB is cut there); `complete` says a longer file is nil instead.
-    static func read(_ path: String, limit: Int = 65_536, complete: Bool = false) -> [UInt8]? {
+    /// `oneRecord` is for files the kernel prints in one go (`comm`, `cmdline`, `status`): a read shorter
+    /// than the buffer was their end, which saves the second read. A table of many records
+    /// (`/proc/net/tcp`) comes a page of whole lines at a time, short reads included, so it is read on
+    /// to the end.
+    static func read(_ path: String, limit: Int = 65_536, complete: Bool = false, oneRecord: Bool = false)
+        -> [UInt8]?
+    {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
@@ -124,6 +134,7 @@ public struct ProcessTable: Sendable {
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { break }
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<count]))
+                if oneRecord && count < buffer.count { break }
             }
         }
         if complete, bytes.count >= limit { return nil }

@@ -74,7 +74,7 @@ final class CaptureSources {
     private(set) var remote: RemoteCaptureSource?
 
     init(
-        monitor: CaptureMonitor, interval: Double, newProcessPoll: Double? = 0.01, rules: RecorderRules,
+        monitor: CaptureMonitor, interval: Double, newProcessPoll: Double? = 0.025, rules: RecorderRules,
         allowMirror: Bool = false
     ) {
         self.monitor = monitor

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import MediaCore
 import Packager
+import Protection
 
 /// `guard-play package INPUT --out DIR`: a thin wrapper over `PackagingJob` that parses options,
 /// prints notices and a summary, turns signals into cancellation, and maps errors to exit codes.
@@ -37,6 +38,9 @@ enum PackageCommand {
           --audio-format FORMAT     ts (default) or packed: ID3-tagged ADTS/AC-3 audio, each audio
                                     stream in a playlist of its own (a rendition beside video)
           --still-duration SECS     seconds of video made from a still image (default 10)
+          --flicker[=x,y,w,h]       make the still's video flicker over that region (default: the whole
+                                    picture): 60 fps alternating two complementary random pixel masks, a
+                                    new pair at every IDR, so one screenshot of a player holds half of it
           --max-pixels N|WxH        refuse video with larger pictures, exit 16 (default 8192x8192;
                                     each side at most 8192 or the square root of N)
           --force                   replace an existing DIR and key file once the new output is complete;
@@ -57,7 +61,7 @@ enum PackageCommand {
         .init("key-id"), .init("key-file"),
         .init("key-uri"), .init("key-format"), .init("segment-duration"), .init("audio-format"),
         .init("still-duration"), .init("force", .flag), .init("json", .flag), .init("quiet", .flag),
-        .init("max-pixels"), .init("key-period"),
+        .init("max-pixels"), .init("key-period"), .init("flicker", .optionalValue),
     ]
 
     static func run(_ arguments: [String]) throws(CLIError) -> ExitCode {
@@ -69,9 +73,16 @@ enum PackageCommand {
                 parsed.positionals.isEmpty ? "package needs an INPUT file\n\(help)" : "package takes one INPUT file")
         }
         guard let out = parsed.value("out"), !out.isEmpty else { throw CLIError(.usage, "package needs --out DIR") }
-        let options = try packagingOptions(
+        var options = try packagingOptions(
             parsed, input: parsed.positionals[0], output: out,
             keyFile: parsed.value("key-file") ?? PackagingOptions.defaultKeyFile(for: out))
+        if parsed.has("flicker") {
+            let text = parsed.value("flicker") ?? ""
+            guard let area = text.isEmpty ? .picture : FlickerArea(parsing: text) else {
+                throw CLIError(.badValue, "invalid value '\(text)' for --flicker: expected x,y,w,h in picture pixels")
+            }
+            options.flicker = area
+        }
         let quiet = parsed.has("quiet")
         let json = parsed.has("json")
 

@@ -45,7 +45,8 @@ enum PlayCommand {
           --poll-interval T            process scan and PipeWire renewal period: 250, 250ms, 0.25s
                                        (default 250 ms)
           --new-process-poll T|off     how often the process scanner reads the newest PID to look at
-                                       new processes between scans (default 10 ms)
+                                       new processes between scans (default 25 ms; every 10 ms while
+                                       a new process may still exec a recorder)
           --recorders FILE             more recorder rules (after $XDG_CONFIG_HOME/guard-play/recorders.conf)
           --control HOST:PORT          serve the player's REST control API there (GET /v1/player, POST
                                        /v1/player/{pause,resume,seek}, PUT /v1/player/capture-state,
@@ -249,12 +250,12 @@ enum PlayCommand {
             try parsed.parsed("poll-interval", as: "milliseconds (250, 250ms) or seconds (0.25s), 10 ms to 10 s") {
                 CaptureSources.pollInterval($0)
             } ?? 0.25
-        var newProcessPoll: Double? = 0.01
+        var newProcessPoll: Double? = 0.025
         if parsed.value("new-process-poll") != "off" {
             newProcessPoll =
                 try parsed.parsed("new-process-poll", as: "off, or milliseconds (10, 10ms) or seconds, 1 ms to 1 s") {
                     CaptureSources.pollInterval($0, within: 0.001...1)
-                } ?? 0.01
+                } ?? 0.025
         } else {
             newProcessPoll = nil
         }

@@ -1,5 +1,6 @@
 import MediaCore
 import MediaFormats
+import Protection
 
 /// Audio that SAMPLE-AES cannot carry (MP3, Opus, FLAC, PCM…) decoded and encoded again as AAC-LC with
 /// FFmpeg's native encoder, which is deterministic: the verifier runs the same conversion and compares
@@ -90,6 +91,9 @@ final class AACTranscodeProducer: AccessUnitProducer {
 /// A still image encoded as `frameCount` frames of H.264 at 25 fps with libx264, an IDR at every
 /// segment boundary; x264's output does not depend on threading, so the verifier can encode it again.
 ///
+/// With `--flicker` it is 60 fps instead, alternating the two phases of `StillFlicker` with a fresh mask
+/// at every IDR (`flickerOptions` says which settings keep the phases apart).
+///
 /// The frames are encoded as they are asked for (`continueOutput`), a few at a time, so an hour of
 /// video made from a still is never held in memory at once.
 final class StillImageProducer: AccessUnitProducer {
@@ -113,21 +117,44 @@ final class StillImageProducer: AccessUnitProducer {
     private let decoder: Decoder
     private let frameCount: Int
     private let gop: Int
+    private let flicker: FlickerArea?
     private let frame = Frame()
     private var converter = try! H264AnnexBConverter(extradata: [])
     private var mapper: TimestampMapper
     private var decoded = false
     /// While frames remain to be encoded: the encoder and the picture it is given again and again.
     private var encoding: (encoder: Encoder, picture: Frame)?
+    /// With `--flicker`: the phase maker and the current pair, drawn anew at every IDR.
+    private var phases: (maker: StillFlicker, pair: (Frame, Frame))?
     private var framesSubmitted = 0
 
-    init(input: InputContext, stream: InputStreamDescription, frameCount: Int, gop: Int) throws {
+    /// A producer of `frameCount` frames with an IDR every `gop`; `flicker` makes them the phases of a
+    /// flickering still over that area, at `StillFlicker.frameRate` with `gop` rounded up to even.
+    init(input: InputContext, stream: InputStreamDescription, frameCount: Int, gop: Int, flicker: FlickerArea? = nil)
+        throws
+    {
         decoder = try input.makeDecoder(streamIndex: stream.index, threads: 1)
-        self.frameCount = min(max(frameCount, 1), StillImageProducer.maximumFrames)
-        self.gop = max(gop, 1)
+        let rate = flicker == nil ? StillImageProducer.frameRate : StillFlicker.frameRate
+        self.frameCount = min(max(frameCount, 1), 3_600 * Int(rate))
+        // A pair never straddles an IDR, where the mask changes.
+        self.gop = flicker == nil ? max(gop, 1) : max(gop + (gop & 1), 2)
+        self.flicker = flicker
         mapper = TimestampMapper(
-            timeBase: (1, StillImageProducer.frameRate), offset: TimestampMapper.startOffset,
-            defaultDuration: Int64(90_000 / StillImageProducer.frameRate))
+            timeBase: (1, rate), offset: TimestampMapper.startOffset, defaultDuration: Int64(90_000 / rate))
+    }
+
+    /// The libx264 options of a flickering still, for an IDR every `gop` frames. What keeps the phases
+    /// apart: no B-frames (a B-frame's bi-prediction averages a phase with its complement, which is the
+    /// whole picture, and each one costs an intra frame's bits), at least two references so a phase is
+    /// predicted from the same phase two frames back (after the first pair of a GOP every frame is a
+    /// near-empty P-frame), no scene cut (each phase change looks like one), and a constant quality
+    /// (CRF 14) rather than a bit rate: at a low bit rate x264 quantises the random mask's high
+    /// frequencies away and a frame decodes to a grey blur of both phases.
+    static func flickerOptions(gop: Int) -> [String: String] {
+        [
+            "preset": "medium", "tune": "stillimage", "crf": "14", "threads": "1",
+            "x264-params": "keyint=\(gop):min-keyint=\(gop):scenecut=0:open-gop=0:bframes=0:ref=2",
+        ]
     }
 
     func accept(_ packet: Packet, into units: inout [AccessUnit]) throws {
@@ -150,9 +177,10 @@ final class StillImageProducer: AccessUnitProducer {
     /// Encodes frames until at least one access unit comes out (x264 holds its lookahead first), and
     /// after the last frame drains the encoder and lets go of it.
     func continueOutput(into units: inout [AccessUnit]) throws {
-        guard let (encoder, picture) = encoding else { return }
+        guard let (encoder, still) = encoding else { return }
         let before = units.count
         while units.count == before && framesSubmitted < frameCount {
+            let picture = try flickerPicture(framesSubmitted) ?? still
             picture.pts = Int64(framesSubmitted)
             framesSubmitted += 1
             try encoder.encode(picture) { packet in try self.emit(packet, into: &units) }
@@ -163,6 +191,18 @@ final class StillImageProducer: AccessUnitProducer {
         }
     }
 
+    /// Frame `index`'s phase of a flickering still (a new pair at every IDR), or nil without `--flicker`.
+    private func flickerPicture(_ index: Int) throws -> Frame? {
+        guard let (maker, oldPair) = phases else { return nil }
+        var pair = oldPair
+        if index % gop == 0 {
+            var generator = SystemRandomNumberGenerator()
+            pair = try maker.pair(using: &generator)
+            phases = (maker, pair)
+        }
+        return index % 2 == 0 ? pair.0 : pair.1
+    }
+
     private func startEncoding(into units: inout [AccessUnit]) throws {
         decoded = true
         // The container may not have said the size before decoding.
@@ -171,16 +211,22 @@ final class StillImageProducer: AccessUnitProducer {
         let height = max(frame.height & ~1, 2)
         let picture = try Scaler(width: width, height: height, pixelFormat: .yuv420p).scale(frame)
         frame.reset()
+        if let flicker {
+            let maker = try StillFlicker(picture: picture, area: flicker)
+            phases = (maker, (picture, picture))
+        }
         var settings = EncoderSettings(
             codecName: "libx264",
             media: .video(
                 width: width, height: height, pixelFormat: .yuv420p,
-                frameRate: Rational(StillImageProducer.frameRate, 1)))
+                frameRate: Rational(flicker == nil ? StillImageProducer.frameRate : StillFlicker.frameRate, 1)))
         settings.gopSize = gop
-        settings.options = [
-            "preset": "medium", "tune": "stillimage", "crf": "18", "threads": "1",
-            "x264-params": "keyint=\(gop):min-keyint=\(gop):scenecut=0:open-gop=0",
-        ]
+        settings.options =
+            flicker == nil
+            ? [
+                "preset": "medium", "tune": "stillimage", "crf": "18", "threads": "1",
+                "x264-params": "keyint=\(gop):min-keyint=\(gop):scenecut=0:open-gop=0",
+            ] : StillImageProducer.flickerOptions(gop: gop)
         encoding = (try Encoder(settings: settings), picture)
         try continueOutput(into: &units)
     }

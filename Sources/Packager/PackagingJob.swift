@@ -32,12 +32,13 @@ public struct PackagingJob: Sendable {
         let output = OutputDirectory.absolutePath(options.output)
         let keys = try KeyMaterial(options: options, output: output)
         try keys.checkKeyFile(force: options.force)
-        let stillFrames = max(1, Int((options.stillDuration * Double(StillImageProducer.frameRate)).rounded()))
+        let rate = Double(options.flicker == nil ? StillImageProducer.frameRate : StillFlicker.frameRate)
+        let stillFrames = max(1, Int((options.stillDuration * rate).rounded()))
         // A GOP no longer than the video, so the verifier can tell it from the I-frame playlist.
-        let stillGOP = min(
-            stillFrames, max(1, Int((options.segmentDuration * Double(StillImageProducer.frameRate)).rounded())))
+        let stillGOP = min(stillFrames, max(1, Int((options.segmentDuration * rate).rounded())))
         let reader = try SourceReader(
-            path: options.input, stillFrames: stillFrames, stillGOP: stillGOP, maxPixels: options.maxPixels)
+            path: options.input, stillFrames: stillFrames, stillGOP: stillGOP, maxPixels: options.maxPixels,
+            flicker: options.flicker)
         let (options, containerNotices) = try Self.container(for: reader.plan, options: options)
         try Self.checkFMP4Options(options)
         for text in containerNotices { notice?(text) }

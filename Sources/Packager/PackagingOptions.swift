@@ -1,3 +1,4 @@
+public import Protection
 import Synchronization
 
 /// How segments are encrypted.
@@ -79,6 +80,10 @@ public struct PackagingOptions: Sendable, Equatable {
     public var audioFormat: AudioSegmentFormat = .transportStream
     /// Seconds of video to make from a still image input.
     public var stillDuration: Double = 10
+    /// Make the video of a still image flicker over this area (`--flicker[=x,y,w,h]`): 60 fps alternating
+    /// two complementary random pixel masks, a new pair at every IDR; nil for a plain still. Refused
+    /// for an input that is not a still image.
+    public var flicker: FlickerArea?
     /// Replace an existing output directory and key file (only once the new output is complete).
     public var force = false
     /// The most pixels a video picture may have (`--max-pixels`, default 8192×8192): larger video is

@@ -1,6 +1,7 @@
 import Foundation
 import MediaCore
 import MediaFormats
+import Protection
 
 /// What the output needs to know about one planned stream once its first access units were seen.
 struct StreamDetails: Sendable, Equatable {
@@ -33,6 +34,8 @@ final class SourceReader {
 
     private let input: InputContext
     private let path: String
+    /// Frames per second of the video made from a still (60 with `--flicker`).
+    private let stillFrameRate: Int32
     private let packet = Packet()
     private var producers: [Int: (slot: Int, producer: any AccessUnitProducer)] = [:]
     /// Access units read but not yet handed out; a slot is emptied as its unit is handed out, so the
@@ -46,9 +49,12 @@ final class SourceReader {
     /// The presentation time of the latest access unit read, in seconds from the start.
     private(set) var position: Double = 0
 
-    /// Opens `path` and plans it; `stillFrames` and `stillGOP` shape the video made from a still image.
-    /// Video with pictures over `maxPixels` is refused before any decoder allocates for it.
-    init(path: String, stillFrames: Int, stillGOP: Int, maxPixels: Int) throws(PackagingError) {
+    /// Opens `path` and plans it; `stillFrames` and `stillGOP` shape the video made from a still image,
+    /// and `flicker` makes it flicker over that area (refused for any other input). Video with pictures
+    /// over `maxPixels` is refused before any decoder allocates for it.
+    init(path: String, stillFrames: Int, stillGOP: Int, maxPixels: Int, flicker: FlickerArea? = nil)
+        throws(PackagingError)
+    {
         try InputCheck.preflight(path)
         let opened: InputContext
         do {
@@ -69,6 +75,7 @@ final class SourceReader {
         }
         input = opened
         self.path = path
+        stillFrameRate = flicker == nil ? StillImageProducer.frameRate : StillFlicker.frameRate
         if opened.formatName == "hls" || opened.formatName == "dash" {
             throw PackagingError(
                 .inputNotMedia, "\(path) is a streaming playlist, not a media file: package the original media")
@@ -77,6 +84,10 @@ final class SourceReader {
         let descriptions = opened.streams.map(InputCheck.describe)
         plan = try StreamPlan.make(streams: descriptions, formatName: opened.formatName)
         notices = plan.notices
+        if flicker != nil && !plan.streams.contains(where: { $0.handling == .encodeStill }) {
+            throw PackagingError(
+                .invalidOptions, "--flicker makes a flickering video of a still image, and \(path) is not one")
+        }
         duration = opened.durationSeconds
         startTime = opened.startSeconds
         let offset = TimestampMapper.startOffset - Int64((startTime * 90_000).rounded())
@@ -105,7 +116,8 @@ final class SourceReader {
                     producer = try AACTranscodeProducer(input: opened, stream: planned.source, offset: offset)
                 case .encodeStill:
                     producer = try StillImageProducer(
-                        input: opened, stream: planned.source, frameCount: stillFrames, gop: stillGOP)
+                        input: opened, stream: planned.source, frameCount: stillFrames, gop: stillGOP,
+                        flicker: flicker)
                 }
             } catch {
                 throw InputCheck.classify(error, path: path)
@@ -141,7 +153,7 @@ final class SourceReader {
                 if planned.handling == .encodeStill {
                     detail.width = max(planned.source.width & ~1, 2)
                     detail.height = max(planned.source.height & ~1, 2)
-                    detail.frameRate = Double(StillImageProducer.frameRate)
+                    detail.frameRate = Double(stillFrameRate)
                 }
             } else {
                 detail.channels = min(max(planned.source.channelCount, 1), 8)

@@ -34,6 +34,16 @@ public final class PeriodicThread: Sendable {
     /// Starts the thread: the first tick after `delay` seconds (at once by default), then one every
     /// `interval`. Starting twice, or after `stop`, does nothing.
     public func start(firstTickAfter delay: Double = 0, _ tick: @escaping @Sendable () -> Void) {
+        let interval = interval
+        startAdaptive(firstTickAfter: delay) {
+            tick(); return interval
+        }
+    }
+
+    /// Starts the thread with a tick that says how long to sleep before the next one (seconds), so a
+    /// poller can slow down while it has nothing to do; `interval` is then only its nominal period.
+    /// Starting twice, or after `stop`, does nothing.
+    public func startAdaptive(firstTickAfter delay: Double = 0, _ tick: @escaping @Sendable () -> Double) {
         let starting = phase.withLock { phase in
             guard phase == .idle else { return false }
             phase = .running
@@ -44,8 +54,8 @@ public final class PeriodicThread: Sendable {
         let thread = Thread { [self] in
             if delay > 0 { _ = wake.wait(timeout: .now() + delay) }
             while phase.withLock({ $0 == .running }) {
-                tick()
-                _ = wake.wait(timeout: .now() + interval)
+                let pause = tick()
+                _ = wake.wait(timeout: .now() + max(0, pause))
             }
             exited.signal()
         }

@@ -81,7 +81,70 @@ import Testing
     }
 }
 
+@Suite struct NewTaskClassifyTests {
+    /// A fake procfs with one task whose files the test rewrites as a fork, an exec seen half done and
+    /// a finished exec would change them.
+    @Test func aRecheckedTaskIsClassifiedAgainOnlyOnceItsNameOrCommandLineIsNew() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("fakeproc-\(UUID().uuidString)")
+        let task = root.appendingPathComponent("4321")
+        try FileManager.default.createDirectory(at: task, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        func write(comm: String, cmdline: [String]) throws {
+            try Data((comm + "\n").utf8).write(to: task.appendingPathComponent("comm"))
+            try Data(cmdline.map { $0 + "\u{0}" }.joined().utf8).write(to: task.appendingPathComponent("cmdline"))
+        }
+        try Data("Name:\tx\nTgid:\t4321\n".utf8).write(to: task.appendingPathComponent("status"))
+        try Data("0.00 0.00 0.00 1/100 4321\n".utf8).write(to: root.appendingPathComponent("loadavg"))
+        let check = ProcessScanSource.NewTaskCheck(
+            table: ProcessTable(root: root.path), classifier: ProcessClassifier())
+
+        // The shell that forked: not a recorder, and looked at whole once.
+        try write(comm: "sh", cmdline: ["/bin/sh", "-c", "ffmpeg -f x11grab -i :0 out.mkv"])
+        #expect(check.classify([4321]).isEmpty)
+        #expect(check.classify([4321]).isEmpty)
+        // Mid-exec: the new name, no command line yet; then the command line: now it is a recorder.
+        try write(comm: "ffmpeg", cmdline: [])
+        #expect(check.classify([4321]).isEmpty)
+        try write(comm: "ffmpeg", cmdline: ["ffmpeg", "-f", "x11grab", "-i", ":0", "out.mkv"])
+        let found = check.classify([4321])
+        #expect(found.map(\.pid) == [4321] && found.first?.app == "ffmpeg", "\(found)")
+    }
+}
+
 @Suite(.serialized) struct QuickProcessScanTests {
+    /// While nothing new is created the newest PID is read at the idle interval (here 100 ms); once a task
+    /// appears it is read every 10 ms for the exec window (50 ms), then the reading slows down again. The
+    /// readings are counted through the check's own `newestPID` closure, with no regular scan in the way.
+    @Test func theNewestPIDIsReadFastOnlyWhileANewTaskIsYoung() throws {
+        let newest = Mutex<Int32>(1000)
+        let readings = Mutex<[Double]>([])
+        let check = ProcessScanSource.NewTaskCheck(
+            interval: 0.1,
+            newestPID: {
+                readings.withLock { $0.append(MonotonicClock.seconds()) }
+                return newest.withLock { $0 }
+            }, classify: { _ in [] })
+        let monitor = CaptureMonitor()
+        monitor.attach(ProcessScanSource(interval: 10, lease: 30, newTasks: check) { [] })
+        defer { monitor.stopAll() }
+        func count(from start: Double, for seconds: Double) -> Int {
+            readings.withLock { $0.filter { $0 >= start && $0 < start + seconds }.count }
+        }
+        // Idle: about 10 readings a second (a fixed 10 ms poll would make 100).
+        let idleStart = MonotonicClock.seconds()
+        Thread.sleep(forTimeInterval: 1.2)
+        let idle = count(from: idleStart + 0.1, for: 1)
+        #expect(idle >= 3 && idle <= 15, "\(idle) readings in an idle second")
+        // A new task: the next reading sees it, and the ones after it come every 10 ms for its window.
+        newest.withLock { $0 += 1 }
+        let bumped = MonotonicClock.seconds()
+        Thread.sleep(forTimeInterval: 0.5)
+        let fast = count(from: bumped, for: 0.2)
+        #expect(fast >= 5, "\(fast) readings in the 200 ms after a new task (at 100 ms: 2 at most)")
+        let after = count(from: bumped + 0.25, for: 0.25)
+        #expect(after <= 4, "\(after) readings in 250 ms once the task is no longer young")
+    }
+
     /// A recorder started long before the next regular scan (10 s away) is seen through the newest PID,
     /// within a few quick readings; it is reported with its own PID.
     @Test func aNewRecorderIsSeenBetweenScans() throws {

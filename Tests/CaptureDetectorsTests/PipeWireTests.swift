@@ -51,6 +51,29 @@ func detections(in fixture: String, sink: String? = "guardplay-sink") throws -> 
         #expect(found.contains { $0.reason.contains("not a camera") })
     }
 
+    /// A recorded graph: GNOME Network Displays' way of taking the screencast (a `pipewiresrc` with the
+    /// node's path, in a process whose binary is `gnome-network-displays`) linked to a mutter-named
+    /// screencast node. Both the node and the consumer name the casting sender and its PID.
+    @Test func castingToANetworkDisplayIsNamed() throws {
+        let found = try detections(in: "gnome-network-displays-cast.json")
+        #expect(found.count == 2 && found.allSatisfy { $0.kind == .screen }, "\(found)")
+        let producer = try #require(found.first { $0.reason.contains("meta-screen-cast-src") })
+        #expect(producer.app == "gnome-network-displays" && producer.pid == 4997, "\(producer)")
+        #expect(
+            producer.reason
+                == "screencast node 'meta-screen-cast-src' is cast to a network display by GNOME Network Displays "
+                + "(Miracast/Chromecast)")
+        let consumer = try #require(found.first { $0.nodeID == 39 })
+        #expect(consumer.app == "gnome-network-displays" && consumer.pid == 4997)
+        #expect(consumer.reason.contains("casts to a network display: GNOME Network Displays"), "\(consumer.reason)")
+        // Another consumer of the same graph is not called a cast.
+        var rules = PipeWireCaptureRules(playbackSink: "guardplay-sink")
+        rules.castingSenders = [:]
+        var graph = PipeWireGraph()
+        try graph.apply(json: try pipeWireFixture("gnome-network-displays-cast.json"))
+        #expect(rules.detections(in: graph).allSatisfy { !$0.reason.contains("network display") })
+    }
+
     @Test func wlrootsPortalStream() throws {
         let found = try detections(in: "edited-wlroots-screencast.json")
         #expect(found.count == 1 && found[0].kind == .screen && found[0].reason.contains("xdpw-stream-3"))

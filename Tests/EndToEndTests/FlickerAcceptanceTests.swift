@@ -274,13 +274,13 @@ extension GreyPicture {
     }
 }
 
-/// sRGB code value to linear light (IEC 61966-2-1), and back.
-private func linear(_ level: UInt8) -> Double {
+/// sRGB code value to linear light (IEC 61966-2-1), and back (shared with `FlickerPackageTests`).
+func linear(_ level: UInt8) -> Double {
     let value = Double(level) / 255
     return value <= 0.04045 ? value / 12.92 : pow((value + 0.055) / 1.055, 2.4)
 }
 
-private func encoded(_ linear: Double) -> Double {
+func encoded(_ linear: Double) -> Double {
     let value = min(1, max(0, linear))
     return 255 * (value <= 0.0031308 ? value * 12.92 : 1.055 * pow(value, 1 / 2.4) - 0.055)
 }
