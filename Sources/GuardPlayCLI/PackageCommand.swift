@@ -183,7 +183,8 @@ enum PackageCommand {
     private static func textSummary(_ result: PackagingResult, input: String, output: String) -> String {
         let method =
             switch result.encryption {
-            case .sampleAES: "SAMPLE-AES"
+            // In fMP4, `sample-aes` is CENC's cbcs scheme (Apple's SAMPLE-AES for CMAF).
+            case .sampleAES: result.container == .fragmentedMP4 ? "CENC cbcs" : "SAMPLE-AES"
             case .cenc: "CENC cenc"
             case .aes128: "AES-128"
             case .none: "no encryption"

@@ -70,6 +70,7 @@ public struct PackagingJob: Sendable {
                 notice?(text)
             }
             result.notices = containerNotices + notices
+            result.container = options.container
             result.keyPeriod = options.keyPeriod
             if options.encryption != .none {
                 result.periodKeys = keys.ring.keys.map { PeriodKeyPair(keyID: $0.keyID, key: $0.key) }

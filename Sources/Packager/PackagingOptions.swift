@@ -168,6 +168,8 @@ public struct PackagingResult: Sendable, Equatable {
     public var keyURI: String?
     /// The encryption applied.
     public var encryption: EncryptionMode
+    /// The container written (fMP4 for HEVC input even without `--container`).
+    public var container: ContainerFormat = .transportStream
     /// The streams, video first.
     public var streams: [PackagedStream]
     /// Segments written, over all playlists.

@@ -55,6 +55,22 @@ import Testing
 
     /// The HLS demuxer passes the playlist's key to the mov demuxer for `METHOD=SAMPLE-AES` over fMP4
     /// (it does not know `SAMPLE-AES-CTR`, so `cenc` is checked above only).
+    /// The summary names the scheme written: `sample-aes` in fMP4 is CENC cbcs, and HEVC input goes to
+    /// fMP4 without `--container`.
+    @Test func theSummaryNamesTheCENCSchemeWritten() throws {
+        let directory = try TemporaryDirectory()
+        for (input, extra, expected) in [
+            ("clip.mp4", ["--container", "fmp4"], "(CENC cbcs, "), ("hevc.mp4", [], "(CENC cbcs, "),
+            ("clip.mp4", ["--container", "fmp4", "--encryption", "cenc"], "(CENC cenc, "),
+            ("clip.mp4", [], "(SAMPLE-AES, "),
+        ] {
+            let output = directory.path("out-\(UUID().uuidString)")
+            let result = try guardPlay(["package", fixture(input), "--out", output, "--key", testKey] + extra)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains(expected), "\(input) \(extra): \(result.stdout)")
+        }
+    }
+
     @Test func ffmpegPlaysTheCBCSMasterPlaylist() throws {
         let directory = try TemporaryDirectory()
         let output = directory.path("out")
