@@ -56,7 +56,7 @@ enum MediaFuzzing {
         for (index, range) in NALUnitSplitter.annexB(data).enumerated() {
             let nal = Array(data[range])
             guard nal.count >= 2 else { continue }
-            let type = (nal[0] >> 1) & 0x3F
+            let type = HEVCNALHeader.type(of: nal[0])
             let place = "NAL \(index)"
             if (32...34).contains(type) {
                 try? sets.add(nal, structure: place)

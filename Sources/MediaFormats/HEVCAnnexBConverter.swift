@@ -75,7 +75,7 @@ public struct HEVCAnnexBConverter: Sendable {
         }
         var setsWritten = !isRandomAccess || !inBand.isEmpty
         for range in ranges {
-            let type = (sample[range.lowerBound] >> 1) & 0x3F
+            let type = HEVCNALHeader.type(of: sample[range.lowerBound])
             if type == HEVCNALHeader.accessUnitDelimiter { continue }
             if !setsWritten && type < 32 {
                 for set in parameterSets { set.withUnsafeBytes { append($0) } }
@@ -100,5 +100,5 @@ public struct HEVCAnnexBConverter: Sendable {
         }
     }
 
-    private static func type(_ nal: [UInt8]) -> UInt8 { (nal[0] >> 1) & 0x3F }
+    private static func type(_ nal: [UInt8]) -> UInt8 { HEVCNALHeader.type(of: nal[0]) }
 }

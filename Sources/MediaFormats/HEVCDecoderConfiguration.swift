@@ -101,10 +101,12 @@ public struct HEVCDecoderConfiguration: Sendable, Equatable {
         out.appendBigEndian(UInt16(0))  // avgFrameRate: unspecified
         out.append(UInt8(temporalLayers & 7) << 3 | (temporalIDNested ? 4 : 0) | UInt8((lengthSize - 1) & 3))
         var types: [UInt8] = []
-        for unit in nalUnits where !types.contains((unit[0] >> 1) & 0x3F) { types.append((unit[0] >> 1) & 0x3F) }
+        for unit in nalUnits where !types.contains(HEVCNALHeader.type(of: unit[0])) {
+            types.append(HEVCNALHeader.type(of: unit[0]))
+        }
         out.append(UInt8(types.count))
         for type in types {
-            let units = nalUnits.filter { ($0[0] >> 1) & 0x3F == type }
+            let units = nalUnits.filter { HEVCNALHeader.type(of: $0[0]) == type }
             guard units.count <= 0xFFFF else { throw FormatError("hvcC", "\(units.count) NAL units of type \(type)") }
             out.append(0x80 | type)  // array_completeness
             out.appendBigEndian(UInt16(units.count))

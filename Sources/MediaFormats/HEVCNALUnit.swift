@@ -25,11 +25,14 @@ public struct HEVCNALHeader: Sendable, Equatable {
     public init(_ nal: [UInt8], structure: String) throws(FormatError) {
         guard nal.count >= 2 else { throw FormatError(structure, "a NAL unit of \(nal.count) bytes has no header") }
         guard nal[0] & 0x80 == 0 else { throw FormatError(structure, "forbidden_zero_bit is set") }
-        type = (nal[0] >> 1) & 0x3F
+        type = Self.type(of: nal[0])
         layerID = (nal[0] & 1) << 5 | nal[1] >> 3
         guard nal[1] & 7 != 0 else { throw FormatError(structure, "nuh_temporal_id_plus1 is 0") }
         temporalID = (nal[1] & 7) - 1
     }
+
+    /// `nal_unit_type` from a NAL unit's first byte, with nothing checked.
+    public static func type(of firstByte: UInt8) -> UInt8 { (firstByte >> 1) & 0x3F }
 
     /// True for a slice segment (VCL types 0…31).
     public var isVCL: Bool { type < 32 }

@@ -53,7 +53,7 @@ public struct HEVCSampleBuilder: Sendable {
         var units: [(size: Int, clear: Int)] = []
         for (index, range) in nalUnits.enumerated() where !range.isEmpty {
             let nal = Array(bytes[range])
-            let type = (nal[0] >> 1) & 0x3F
+            let type = HEVCNALHeader.type(of: nal[0])
             if type == HEVCNALHeader.accessUnitDelimiter { continue }
             let structure = "HEVC NAL unit \(index) (type \(type), at byte \(range.lowerBound) of the access unit)"
             let clearBytes = try clear.clearBytes(of: nal, structure: structure)
@@ -74,7 +74,7 @@ public struct HEVCSampleBuilder: Sendable {
             units.append((4 + nal.count, 4 + clearBytes))
         }
         if !configured {
-            let types = Set(configurationUnits.map { ($0[0] >> 1) & 0x3F })
+            let types = Set(configurationUnits.map { HEVCNALHeader.type(of: $0[0]) })
             guard types.count == 3 else {
                 throw FormatError(
                     "HEVC access unit", "the first picture comes without a VPS, an SPS and a PPS", kind: .malformed)
@@ -87,7 +87,7 @@ public struct HEVCSampleBuilder: Sendable {
     /// The `hvcC` record of the first access unit's parameter sets, 4-byte NAL lengths.
     public func configuration() throws(FormatError) -> HEVCDecoderConfiguration {
         func first(_ type: UInt8) throws(FormatError) -> [UInt8] {
-            guard let unit = configurationUnits.first(where: { ($0[0] >> 1) & 0x3F == type }) else {
+            guard let unit = configurationUnits.first(where: { HEVCNALHeader.type(of: $0[0]) == type }) else {
                 throw FormatError("hvcC", "no parameter set of type \(type) was seen")
             }
             return unit
