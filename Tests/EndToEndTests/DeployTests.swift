@@ -555,12 +555,8 @@ final class NginxFront {
     )? {
         let bodies = (0..<count).map { prefix.path("refusal-\(UUID().uuidString)-\($0)") }
         let format = "%{http_code}\t%{content_type}\t%header{retry-after}\t%header{strict-transport-security}\n"
-        let result = try run(
-            "/usr/bin/curl",
-            ["-s", "--cacert", certificate, "--max-time", "60", "--http1.1", "-w", format]
-                + bodies.flatMap { ["-o", $0, url(target)] }, timeout: 90)
-        guard result.status == 0 else { throw RawClientError("curl \(target): exit \(result.status) \(result.stderr)") }
-        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        let written = try curlWriteOut(target, format, bodies.flatMap { ["-o", $0, url(target)] })
+        let lines = written.split(separator: "\n", omittingEmptySubsequences: false)
         for (index, line) in lines.enumerated() where index < bodies.count {
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
             guard fields.count == 4, fields[0] == "429" else { continue }
@@ -572,12 +568,18 @@ final class NginxFront {
 
     func statuses(_ target: String, count: Int, curl: [String] = []) throws -> [Int] {
         let requests = (0..<count).flatMap { _ in ["-o", "/dev/null", url(target)] }
+        return try curlWriteOut(target, "%{http_code}\n", curl + requests).split(separator: "\n").compactMap { Int($0) }
+    }
+
+    /// What one curl run of `arguments` (its requests over one connection to nginx, trusting this test's
+    /// certificate) prints with `--write-out format` after each request.
+    private func curlWriteOut(_ target: String, _ format: String, _ arguments: [String]) throws -> String {
         let result = try run(
             "/usr/bin/curl",
-            ["-s", "--cacert", certificate, "--max-time", "60", "--http1.1", "-w", "%{http_code}\n"] + curl + requests,
+            ["-s", "--cacert", certificate, "--max-time", "60", "--http1.1", "-w", format] + arguments,
             timeout: 90)
         guard result.status == 0 else { throw RawClientError("curl \(target): exit \(result.status) \(result.stderr)") }
-        return result.stdout.split(separator: "\n").compactMap { Int($0) }
+        return result.stdout
     }
 
     /// A GET through nginx over TLS with curl, headers and body kept apart; the server must present
