@@ -159,6 +159,89 @@ final class PostgresConnection {
         }
     }
 
+    /// Appends `rows` to `table` with one `COPY table (columns) FROM STDIN` in text format: the rows
+    /// go to the server with `PQputCopyData` about `copyPiece` bytes at a time (so a large batch
+    /// never sits in memory twice), then `PQputCopyEnd`. One statement and one round trip for the
+    /// whole batch; inside a transaction it is part of it. A text value ends at a NUL byte, which
+    /// PostgreSQL text cannot hold, as a bound parameter does, so no request's bytes can make a batch
+    /// fail.
+    func append(into table: String, columns: [String], rows: [[SQLValue]]) throws(StoreError) {
+        guard !rows.isEmpty else { return }
+        try reconnectIfNeeded()
+        roundTrips += 1
+        let operation = "COPY(\(table))"
+        let started = PQexec(handle, "COPY \(table) (\(columns.joined(separator: ", "))) FROM STDIN")
+        guard let started, PQresultStatus(started) == PGRES_COPY_IN else {
+            defer { PQclear(started) }
+            _ = try check(started, operation: operation)
+            throw StoreError(operation: operation, message: "the server did not start the copy")
+        }
+        PQclear(started)
+        var failure: StoreError?
+        var piece: [UInt8] = []
+        piece.reserveCapacity(Self.copyPiece + 4096)
+        for (index, values) in rows.enumerated() {
+            Self.appendCopyLine(values, to: &piece)
+            guard piece.count >= Self.copyPiece || index == rows.count - 1 else { continue }
+            let sent = piece.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { PQputCopyData(handle, $0.baseAddress, Int32($0.count)) }
+            }
+            guard sent == 1 else {
+                failure = StoreError(
+                    operation: "PQputCopyData(\(table))", message: Self.text(PQerrorMessage(handle)),
+                    isUnavailable: !isConnected)
+                break
+            }
+            piece.removeAll(keepingCapacity: true)
+        }
+        // With an error message the server aborts the copy, so a half-sent batch adds no rows.
+        if PQputCopyEnd(handle, failure == nil ? nil : "the client could not send every row") != 1, failure == nil {
+            failure = StoreError(
+                operation: "PQputCopyEnd(\(table))", message: Self.text(PQerrorMessage(handle)),
+                isUnavailable: !isConnected)
+        }
+        while let result = PQgetResult(handle) {
+            defer { PQclear(result) }
+            // Still copying means the end was never sent (the connection is gone): nothing more comes.
+            if PQresultStatus(result) == PGRES_COPY_IN {
+                failure = failure ?? StoreError(operation: operation, message: "connection lost", isUnavailable: true)
+                break
+            }
+            guard failure == nil else { continue }
+            do { _ = try check(result, operation: operation) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// About how many bytes of rows `append` hands libpq at a time.
+    static let copyPiece = 1 << 20
+
+    /// One row as a line of COPY's text format: values separated by tabs, `\N` for NULL, backslash,
+    /// tab, newline and carriage return escaped, `bytea` as `\\x` and hex digits.
+    static func appendCopyLine(_ values: [SQLValue], to line: inout [UInt8]) {
+        for (index, value) in values.enumerated() {
+            if index > 0 { line.append(0x09) }
+            switch value {
+            case .null: line += [0x5C, 0x4E]
+            case .integer(let number): line += Array(String(number).utf8)
+            case .real(let number): line += Array("\(number)".utf8)
+            case .text(let text):
+                scan: for byte in text.utf8 {
+                    switch byte {
+                    case 0x00: break scan
+                    case 0x5C: line += [0x5C, 0x5C]
+                    case 0x09: line += [0x5C, 0x74]
+                    case 0x0A: line += [0x5C, 0x6E]
+                    case 0x0D: line += [0x5C, 0x72]
+                    default: line.append(byte)
+                    }
+                }
+            case .blob(let bytes): line += Array("\\\\x\(bytes.hexString)".utf8)
+            }
+        }
+        line.append(0x0A)
+    }
+
     /// Statements sent before each sync point: their results (a few bytes each) stay well inside the
     /// socket buffers, so neither side blocks on the other while the pipeline is written.
     static let pipelineDepth = 256

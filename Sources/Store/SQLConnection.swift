@@ -8,6 +8,9 @@ protocol SQLConnection: AnyObject {
     func query(_ sql: String, _ values: [SQLValue]) throws(StoreError) -> [[SQLValue]]
     /// Runs `sql` once per element of `rows`.
     func execute(_ sql: String, rows: [[SQLValue]]) throws(StoreError)
+    /// Appends `rows` to `table`, each row one value per name in `columns`: one statement for the
+    /// whole batch on PostgreSQL (`COPY … FROM STDIN`), one prepared `INSERT` reused per row on SQLite.
+    func append(into table: String, columns: [String], rows: [[SQLValue]]) throws(StoreError)
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     var changes: Int { get }
     /// Runs `body` in a transaction, rolling back when it throws.

@@ -62,6 +62,13 @@ final class SQLiteConnection {
         }
     }
 
+    /// Appends `rows` to `table` with one prepared `INSERT` reused for every row (inside the caller's
+    /// transaction, a batch is one write to the database file).
+    func append(into table: String, columns: [String], rows: [[SQLValue]]) throws(StoreError) {
+        let marks = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+        try execute("INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(marks))", rows: rows)
+    }
+
     /// Rows changed by the last INSERT, UPDATE or DELETE (`sqlite3_changes`).
     var changes: Int { Int(sqlite3_changes(handle)) }
 

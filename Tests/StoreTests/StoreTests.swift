@@ -387,7 +387,7 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         let before = try roundTrips()
         try store.appendAudit(records, refusals: refusals)
         let spent = try roundTrips() - before
-        // BEGIN, COMMIT and one per 256 statements, not one per row.
+        // BEGIN, COMMIT, the records' one COPY and one pipeline per 256 refusal counts, not one per row.
         #expect(spent <= 2 + 4 + 1, "\(spent) round trips")
         let reopened = try temporary.reopen()
         #expect(try reopened.auditCount() == 1000)
@@ -411,6 +411,37 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         }
         #expect(try store.refusalCounts().count == 3)
         #expect(try store.auditCount() == 1000)
+    }
+
+    @Test(arguments: Backend.allCases) func writesABatchOfAuditRecordsAsOneStatementKeepingEveryByte(
+        _ backend: Backend
+    ) throws {
+        let temporary = try TemporaryStore(backend)
+        defer { withExtendedLifetime(temporary) {} }
+        let store = temporary.store
+        let statements = { try store.with { ($0 as? PostgresConnection)?.roundTrips ?? 0 } }
+        // Text COPY's own characters (tab, newline, carriage return, backslash, "\N"), quotes, non-ASCII
+        // and NULL values, in a batch far past one pipeline's 256 statements.
+        let awkward = ["a\tb", "line\nbreak\r", #"back\slash \N"#, "it's \"quoted\"", "vidéo ✓", ""]
+        let records = (0..<20_000).map { index in
+            AuditRecord(
+                at: epoch + Double(index) / 8, action: "key", outcome: index % 3 == 0 ? "refused" : "granted",
+                reason: index % 3 == 0 ? awkward[index / 3 % awkward.count] : nil, assetID: "clip",
+                kid: index % 5 == 0 ? nil : "k\(index)", sessionID: "ses_\(index % 64)",
+                remote: index % 7 == 0 ? nil : "10.0.\(index % 250).1")
+        }
+        let before = try statements()
+        try store.appendAudit(records, refusals: [])
+        // BEGIN, one COPY, COMMIT; one INSERT a row took 79 pipelines here.
+        let spent = try statements() - before
+        if backend == .postgres { #expect(spent <= 3, "\(spent) round trips") }
+        let reopened = try temporary.reopen()
+        #expect(try reopened.auditCount() == records.count)
+        #expect(try reopened.recentAudit(limit: records.count) == records.reversed())
+        // A NUL in a value (a request's bytes) cannot fail the batch: the value ends there, as a bound
+        // parameter does.
+        try store.appendAudit([AuditRecord(at: epoch, action: "key", outcome: "refused", kid: "a\u{0}b")])
+        #expect(try store.recentAudit(limit: 1).first?.kid == "a")
     }
 
     @Test func upgradesAVersion1DatabaseKeepingItsAuditRows() throws {
