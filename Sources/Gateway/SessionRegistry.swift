@@ -11,8 +11,11 @@ public struct SessionSnapshot: Sendable, Equatable {
     public let capture: CaptureSnapshot
 }
 
-/// Playback sessions in memory, backed by the store: creation and revocation are written through;
-/// capture state lives only here (after a restart every session is `unknown` until it reports).
+/// Playback sessions in memory, backed by the store: creation and revocation are written through.
+/// On SQLite capture state lives only here (after a restart every session is `unknown` until it
+/// reports); on a shared store a node that first sees a session (at its start, or when a request
+/// names one another node created) takes its state from the session's newest stored capture report
+/// while that report's lease holds by the database's clock, and starts it `unknown` otherwise.
 public final class SessionRegistry: Sendable {
     struct Entry {
         var record: SessionRecord
@@ -48,12 +51,14 @@ public final class SessionRegistry: Sendable {
         let latest = try store.latestSessionEventSeq()
         eventCursor.withLock { $0 = latest }
         let records = try store.sessions(unexpiredAt: now)
+        let captures = try store.liveCaptureEvents(session: nil)
         entries.withLock { entries in
             for record in records {
                 entries[record.id] = Entry(
                     record: record, lease: CaptureLease(leaseDuration: leaseDuration, start: now),
                     leaseReason: "session-start")
             }
+            for event in captures { Self.adopt(event, into: &entries) }
         }
     }
 
@@ -86,21 +91,42 @@ public final class SessionRegistry: Sendable {
     }
 
     /// The session with `id`, or nil. One this node does not hold (another node sharing the store
-    /// created it) is read from the store once and held from then on, `unknown` until it reports.
+    /// created it) is read from the store once and held from then on, in the capture state of its
+    /// newest stored report whose lease holds, `unknown` when there is none.
     public func session(_ id: String) -> SessionSnapshot? {
         if let held = entries.withLock({ entries in entries[id].map(Self.snapshot) }) { return held }
         guard store.isShared, Identifier.isValid(id), let record = try? store.session(id) else { return nil }
         let now = clock.now()
         guard record.expiresAt > now else { return nil }
-        return entries.withLock { entries in
-            let entry =
-                entries[id]
-                ?? Entry(
+        entries.withLock { entries in
+            if entries[id] == nil {
+                entries[id] = Entry(
                     record: record, lease: CaptureLease(leaseDuration: leaseDuration, start: now),
                     leaseReason: "session-start")
-            entries[id] = entry
-            return Self.snapshot(entry)
+            }
         }
+        // Read after the entry is held, so a report stored meanwhile is either read here or applied
+        // by `applyStoredEvents`; the older of the two changes nothing.
+        let captures = (try? store.liveCaptureEvents(session: id)) ?? []
+        return entries.withLock { entries in
+            for event in captures { Self.adopt(event, into: &entries) }
+            return entries[id].map(Self.snapshot)
+        }
+    }
+
+    /// Gives the held session of `event` the capture state and lease of that stored report, unless a
+    /// newer report was applied; true when its state changed.
+    @discardableResult
+    private static func adopt(_ event: SessionEventRecord, into entries: inout [String: Entry]) -> Bool {
+        guard var entry = entries[event.sessionID],
+            let state = event.state.flatMap(CaptureState.init(rawValue:))
+        else { return false }
+        let changed = entry.lease.adopt(
+            state: state, since: event.since ?? event.at, seq: event.reportSeq.map { UInt64(clamping: $0) },
+            observedAt: event.observedAt, leaseExpiresAt: event.leaseExpiresAt)
+        if changed { entry.leaseReason = event.reason ?? "reported" }
+        entries[event.sessionID] = entry
+        return changed
     }
 
     /// Applies a capture report and publishes any change.
@@ -225,15 +251,8 @@ public final class SessionRegistry: Sendable {
             }
             if changed { hub.publish(session: id, .revoked(at: event.at), id: event.sessionSeq) }
         case .capture:
-            guard let state = event.state.flatMap(CaptureState.init(rawValue:)) else { return }
             let snapshot = entries.withLock { entries -> SessionSnapshot? in
-                guard var entry = entries[id] else { return nil }
-                let changed = entry.lease.adopt(
-                    state: state, since: event.since ?? event.at, seq: event.reportSeq.map { UInt64(clamping: $0) },
-                    observedAt: event.observedAt, leaseExpiresAt: event.leaseExpiresAt)
-                if changed { entry.leaseReason = event.reason ?? "reported" }
-                entries[id] = entry
-                return changed ? Self.snapshot(entry) : nil
+                Self.adopt(event, into: &entries) ? entries[id].map(Self.snapshot) : nil
             }
             if let snapshot {
                 hub.publish(session: id, .captureState(snapshot.capture), id: event.announced ? event.sessionSeq : nil)

@@ -320,10 +320,29 @@ extension SQLStore {
         }
     }
 
-    static let eventColumns = """
-        SELECT seq, session_id, session_seq, kind, state, reason, since, report_seq, observed_at,
-            lease_expires_at, at, origin, announced FROM session_events
+    /// The newest capture event of each session (or of `session`) whose lease runs past the
+    /// database's `now()`; none on SQLite.
+    public func liveCaptureEvents(session: String?) throws(StoreError) -> [SessionEventRecord] {
+        guard dialect == .postgres else { return [] }
+        let one = session == nil ? "" : " AND session_id = ?"
+        return try with { database throws(StoreError) in
+            try database.query(
+                """
+                SELECT \(Self.eventColumnList) FROM (
+                    SELECT DISTINCT ON (session_id) \(Self.eventColumnList) FROM session_events
+                    WHERE kind = 'capture'\(one) ORDER BY session_id, session_seq DESC
+                ) AS latest WHERE lease_expires_at > extract(epoch FROM now())
+                """,
+                session.map { [.text($0)] } ?? []
+            ).map(Self.sessionEvent(from:))
+        }
+    }
+
+    static let eventColumnList = """
+        seq, session_id, session_seq, kind, state, reason, since, report_seq, observed_at,
+            lease_expires_at, at, origin, announced
         """
+    static let eventColumns = "SELECT \(eventColumnList) FROM session_events"
 
     static func sessionEvent(from row: [SQLValue]) -> SessionEventRecord {
         SessionEventRecord(

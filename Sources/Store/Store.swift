@@ -69,6 +69,10 @@ public protocol Store: AuditWriting {
     ) throws(StoreError) -> [SessionEventRecord]
     /// The newest event's `seq`, or 0.
     func latestSessionEventSeq() throws(StoreError) -> Int64
+    /// The newest capture event of each session (of `session` only, when given) whose lease has not
+    /// lapsed by the database's clock: the capture state a node that first sees the session starts
+    /// it in. Empty on SQLite, which keeps no events.
+    func liveCaptureEvents(session: String?) throws(StoreError) -> [SessionEventRecord]
     /// Calls `onNotify` on a thread of its own whenever another node may have appended events, and
     /// once after every (re)connection so nothing missed meanwhile is lost; nil when no other node
     /// shares the store.

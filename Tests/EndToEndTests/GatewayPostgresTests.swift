@@ -131,6 +131,48 @@ import Testing
         #expect(stream.next("revoked", timeout: 1) != nil, "\(stream.transcript)")
     }
 
+    @Test func aNodeThatFirstSeesASessionStartsItInItsLastReportedCaptureStateWhileTheLeaseHolds() throws {
+        let url = try database()
+        let node1 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let node2 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let (admin, clip, reported, reportedToken) = try node1.servingClip(denyKeysWhileCapturing: true)
+        let (silent, silentToken) = try node1.session("clip", token: admin)
+        // Two reports to node 1 (the second one is what holds); node 2 has never seen the session.
+        #expect(try node1.reportCapture(session: reported, token: reportedToken, capturing: true, seq: 1).status == 200)
+        #expect(
+            try node1.reportCapture(session: reported, token: reportedToken, capturing: false, seq: 2).status == 200)
+        let state = { (node: GatewayServer, session: String) -> String? in
+            let response = try? node.call("GET", "/v1/sessions/\(session)", token: admin)
+            return (response?.json?["capture"] as? [String: Any])?["state"] as? String
+        }
+        let key = try node2.call("GET", "/v1/keys/\(clip.kid)?token=\(reportedToken)")
+        #expect(key.status == 200 && key.body == clip.key, "\(key.status) \(key.text)")
+        #expect(state(node2, reported) == "clear")
+        // Its last report's sequence number came along: an older report to node 2 changes nothing.
+        let old = try node2.reportCapture(session: reported, token: reportedToken, capturing: true, seq: 1)
+        #expect(old.status == 200 && state(node2, reported) == "clear", "\(old.text)")
+        // A session with no report starts unknown, and its key is refused.
+        let refused = try node2.call("GET", "/v1/keys/\(clip.kid)?token=\(silentToken)")
+        #expect(refused.status == 403 && refused.json?["type"] as? String == "/problems/capture-unknown")
+        #expect(state(node2, silent) == "unknown")
+
+        // A node that starts later loads the state with the sessions; with its 1-second lease, a report
+        // it takes lapses, and a node that first sees that session then starts it unknown.
+        let node3 = try GatewayServer(["--store", url, "--lease", "1s"])
+        #expect(state(node3, reported) == "clear")
+        let (lapsing, lapsingToken) = try node1.session("clip", token: admin)
+        #expect(try node3.reportCapture(session: lapsing, token: lapsingToken, capturing: false, seq: 1).status == 200)
+        let lapsed = eventually(timeout: 30) {
+            (try? query(
+                "SELECT count(*) FROM session_events WHERE session_id = '\(lapsing)' "
+                    + "AND lease_expires_at < extract(epoch FROM now())", url)) == "1"
+        }
+        #expect(lapsed)
+        let afterLapse = try node2.call("GET", "/v1/keys/\(clip.kid)?token=\(lapsingToken)")
+        #expect(afterLapse.status == 403 && afterLapse.json?["type"] as? String == "/problems/capture-unknown")
+        #expect(state(node2, lapsing) == "unknown")
+    }
+
     @Test func aKeyPolicySetOnOneNodeHoldsOnAnotherWithinASecond() throws {
         let url = try database()
         let node1 = try GatewayServer(["--store", url, "--lease", "10m"])
