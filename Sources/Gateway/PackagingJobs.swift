@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import MediaCore
+import Packager
 public import Store
 import Synchronization
 import ThreadSupport
@@ -12,7 +13,8 @@ import ThreadSupport
 /// `assets/.{job}-{attempt}…`) and renames into place only when complete; the asset record is switched
 /// to it afterwards, so an interrupted job never leaves a half-written directory where a finished one
 /// is expected. On start, jobs a dead process left `running` are requeued (or failed after
-/// `maxAttempts`), and directories no asset refers to, finished or partial, are removed. The job's
+/// `maxAttempts`), and directories no asset refers to, finished or partial, are removed; a job
+/// requeued at any time loses the partial output of the attempt that was interrupted. The job's
 /// content key is stored, wrapped, before packaging starts.
 ///
 /// On a store that nodes share, a claim is a lease judged by the database's clock: the worker renews
@@ -214,7 +216,15 @@ public final class PackagingJobs: Sendable {
     /// running job, at start; on a shared store those whose lease lapsed, at any time.
     private func recoverInterruptedJobs() throws(StoreError) {
         let recovered = try store.recoverInterruptedJobs(maxAttempts: configuration.maxJobAttempts, at: clock.now())
-        for job in recovered { log("jobs: \(job.id) was interrupted; now \(job.state.rawValue)") }
+        for job in recovered {
+            log("jobs: \(job.id) was interrupted; now \(job.state.rawValue)")
+            // The interrupted attempt's partial output, which its packager built beside the attempt's
+            // directory; nothing else (a finished output or an input) matches its name.
+            guard Identifier.isValid(job.id) else { continue }
+            for name in PackagingJob.removePartialOutput(of: "\(assetsDirectory)/\(job.id)-\(job.attempts)") {
+                log("jobs: removed \(name), the partial output of \(job.id)'s interrupted attempt \(job.attempts)")
+            }
+        }
         if recovered.contains(where: { $0.state == .queued }) { wake.signal() }
     }
 

@@ -94,16 +94,20 @@ struct OutputDirectory {
         guard written == text.count else { throw SegmentFile.failure("write the output marker", file) }
     }
 
-    /// Removes `.NAME.guard-play-PID-*.partial` siblings (directories or files) whose process is gone.
-    static func removeStaleSiblings(of name: String, in parent: String) {
+    /// Removes `.NAME.guard-play-PID-*.partial` siblings (directories or files) whose process is gone,
+    /// or, with `anyProcess`, every one but this process's own; returns the names removed.
+    @discardableResult
+    static func removeStaleSiblings(of name: String, in parent: String, anyProcess: Bool = false) -> [String] {
         let prefix = ".\(name)\(marker)"
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: parent) else { return }
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: parent) else { return [] }
+        var removed: [String] = []
         for entry in entries where entry.hasPrefix(prefix) && entry.hasSuffix(suffix) {
             let rest = entry.dropFirst(prefix.count)
             guard let pid = Int32(rest.prefix { $0 != "-" }), pid > 0, pid != getpid() else { continue }
-            if kill(pid, 0) == 0 || errno == EPERM { continue }  // still running
-            try? FileManager.default.removeItem(atPath: parent + "/" + entry)
+            if !anyProcess && (kill(pid, 0) == 0 || errno == EPERM) { continue }  // still running
+            if (try? FileManager.default.removeItem(atPath: parent + "/" + entry)) != nil { removed.append(entry) }
         }
+        return removed
     }
 
     /// Publishes the temporary directory at `path`, replacing (and then deleting) an existing one.
@@ -155,5 +159,21 @@ struct OutputDirectory {
             return false
         }
         return rename(aside, first) == 0
+    }
+}
+
+extension PackagingJob {
+    /// Removes the partial output a run for `output` left beside it (`.NAME.guard-play-PID-RANDOM.partial`),
+    /// whatever process wrote it, for a caller that knows that run is gone: a gateway job whose lease
+    /// lapsed, run perhaps on another machine, where its PID means nothing. Only entries of exactly
+    /// that pattern for this output go; the output itself, finished or not, and everything else beside
+    /// it stay. Returns the names removed.
+    @discardableResult
+    public static func removePartialOutput(of output: String) -> [String] {
+        let absolute = OutputDirectory.absolutePath(output)
+        let name = (absolute as NSString).lastPathComponent
+        guard !name.isEmpty, name != ".", name != "..", absolute != "/" else { return [] }
+        return OutputDirectory.removeStaleSiblings(
+            of: name, in: (absolute as NSString).deletingLastPathComponent, anyProcess: true)
     }
 }

@@ -289,6 +289,21 @@ import Testing
         }
         #expect(!wrapped.isEmpty)
         #expect(try query("SELECT state FROM packaging_jobs WHERE id = '\(job)'", url) == "running")
+        // The first attempt's partial output, beside where its output would go; and, which no cleanup
+        // of this job may touch, a finished output of it and another job's partial output.
+        let assets = node1.dataDirectory + "/assets"
+        let partials = { () -> [String] in
+            ((try? FileManager.default.contentsOfDirectory(atPath: assets)) ?? []).filter {
+                $0.hasPrefix(".\(job)-1.guard-play-") && $0.hasSuffix(".partial")
+            }
+        }
+        _ = eventually(timeout: 60) { !partials().isEmpty }
+        #expect(!partials().isEmpty, "no partial output of attempt 1 in \(assets)")
+        let keep = ["\(assets)/\(job)-0", "\(assets)/.job_other-1.guard-play-1-ab.partial"]
+        for path in keep {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            try Data("kept".utf8).write(to: URL(fileURLWithPath: path + "/file"))
+        }
         first.kill9()
 
         // The survivor takes the job over once its lease lapses by the database's clock, without a
@@ -299,6 +314,11 @@ import Testing
         #expect(finished?["state"] as? String == "succeeded", "\(String(describing: finished)) \(survivor.log)")
         #expect(finished?["attempts"] as? Int == 2)
         #expect(survivor.log.contains("jobs: \(job) claimed (attempt 2)"), "\(survivor.log)")
+        // The survivor removed the dead node's partial output when it requeued the job, with no node
+        // restarted, and nothing else.
+        #expect(partials().isEmpty, "\(partials()) left in \(assets)")
+        #expect(survivor.log.contains("the partial output of \(job)'s interrupted attempt 1"), "\(survivor.log)")
+        for path in keep { #expect(fileText(path + "/file") == "kept", "\(path)") }
         #expect(try query(keyRow, url) == wrapped, "the key was replaced")
         #expect(try query("SELECT count(*) FROM content_keys", url) == "1")
 
