@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Release artefacts in dist/ (`make dist`): a tarball and a Debian package holding a release binary
 # built with --static-swift-stdlib (no Swift toolchain needed to run it), the man page and the bash and
-# zsh completions it generates, the systemd unit and the example configurations; SHA256SUMS beside them.
+# zsh completions it generates, the systemd units (guardplay.service, and guardplay@.service for several
+# nodes on one PostgreSQL) and the example configurations; SHA256SUMS beside them.
 #
 # The package's Depends: is derived, never kept by hand: each NEEDED entry of the binary's ELF dynamic
 # section (readelf -d) is resolved to its file by the dynamic linker's cache, that file to the package
@@ -51,9 +52,12 @@ if [ ! -f "$cache/SHA256SUMS" ]; then
         install -m 0644 deploy/nginx/guardplay.conf "$docs/examples/nginx/guardplay.conf"
         install -m 0644 README.md "$docs/README.md"
         if [ -f LICENSE ]; then install -m 0644 LICENSE "$docs/LICENSE"; fi
-        # The unit names the binary where this layout puts it.
-        sed "s|/usr/local/bin/guard-play|$4|g" deploy/guardplay.service >"$unitdir/guardplay.service"
-        chmod 0644 "$unitdir/guardplay.service"
+        # The units (the single gateway's, and the template for several nodes on one PostgreSQL) name
+        # the binary where this layout puts it.
+        for unit in guardplay.service guardplay@.service; do
+            sed "s|/usr/local/bin/guard-play|$4|g" "deploy/$unit" >"$unitdir/$unit"
+            chmod 0644 "$unitdir/$unit"
+        done
     }
 
     # The tarball: a relocatable tree; its unit names /usr/local/bin/guard-play, as deploy/ does.
@@ -79,7 +83,8 @@ Depends: $depends
 Description: media player, SAMPLE-AES HLS packager and key gateway with capture protection
  guard-play plays media while muting and masking it during screen capture, packages media as
  SAMPLE-AES HLS and verifies the output (guard-play package, verify, catalogue), and runs a key and
- playback gateway (guard-play serve). The systemd unit is installed but not enabled: see
+ playback gateway (guard-play serve). The systemd units (guardplay.service, and the template
+ guardplay@.service for several nodes on one PostgreSQL) are installed but not enabled: see
  /usr/share/doc/guard-play/examples and guard-play(1).
 CONTROL
     dpkg-deb --root-owner-group -Zgzip --build "$deb" "$work/guard-play_${version}_amd64.deb" >&2

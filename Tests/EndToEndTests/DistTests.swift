@@ -113,7 +113,8 @@ enum Dist {
         for file in [
             "./usr/bin/guard-play", "./usr/share/man/man1/guard-play.1.gz",
             "./usr/share/bash-completion/completions/guard-play", "./usr/share/zsh/vendor-completions/_guard-play",
-            "./lib/systemd/system/guardplay.service", "./usr/share/doc/guard-play/examples/guardplay.conf",
+            "./lib/systemd/system/guardplay.service", "./lib/systemd/system/guardplay@.service",
+            "./usr/share/doc/guard-play/examples/guardplay.conf",
             "./usr/share/doc/guard-play/examples/nginx/guardplay.conf", "./usr/share/doc/guard-play/README.md",
         ] {
             #expect(files.contains(file), "\(file) in the .deb")
@@ -124,6 +125,14 @@ enum Dist {
             contentsOfFile: directory.path("lib/systemd/system/guardplay.service"), encoding: .utf8)
         #expect(unit.contains("ExecStart=/usr/bin/guard-play serve --config /etc/guardplay/guardplay.conf\n"))
         #expect(!unit.contains("/usr/local/bin"))
+        // The template for several nodes, each instance with its own configuration.
+        let template = try String(
+            contentsOfFile: directory.path("lib/systemd/system/guardplay@.service"), encoding: .utf8)
+        #expect(template.contains("ExecStart=/usr/bin/guard-play serve --config /etc/guardplay/%i.conf\n"))
+        #expect(
+            template.contains("ExecStartPre=/usr/bin/guard-play serve --config /etc/guardplay/%i.conf --check-config\n")
+        )
+        #expect(!template.contains("/usr/local/bin"))
         let page = try run("/bin/sh", ["-c", "zcat '\(directory.path("usr/share/man/man1/guard-play.1.gz"))'"])
         #expect(page.stdout == (try guardPlay(["help", "--man"])).stdout)
 
@@ -132,6 +141,7 @@ enum Dist {
         for file in [
             "bin/guard-play", "share/man/man1/guard-play.1", "share/bash-completion/completions/guard-play",
             "share/zsh/vendor-completions/_guard-play", "lib/systemd/system/guardplay.service",
+            "lib/systemd/system/guardplay@.service",
             "share/doc/guard-play/examples/guardplay.conf", "share/doc/guard-play/README.md",
         ] {
             #expect(tar.contains(top + file), "\(file) in the tarball")
