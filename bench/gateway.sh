@@ -122,7 +122,7 @@ nginx -p "$work/nginx/" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
 pids+=($!)
 for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$nginx_port/key.bin" && break; sleep 0.1; done
 
-# wrk run → "requests/s p99-ms MB/s"; measure URL [LUA-SCRIPT SCRIPT-ARGUMENT]; $conns connections
+# wrk run → "requests/s p99-ms MB/s requests"; measure URL [LUA-SCRIPT SCRIPT-ARGUMENT]; $conns connections
 # (default 64).
 measure() {
     local url=$1
@@ -139,15 +139,17 @@ measure() {
     local errors
     errors=$(echo "$output" | awk '/Non-2xx or 3xx responses:/ {print $NF}')
     [ -z "$errors" ] || { echo "wrk against $url saw $errors non-2xx responses" >&2; exit 1; }
-    echo "$rps $p99 $mbps"
+    local requests
+    requests=$(echo "$output" | awk '/requests in/ {print $1}')
+    echo "$rps $p99 $mbps $requests"
 }
 
 echo "gateway benchmark: wrk -t$threads -c$connections -d${duration}s on loopback, $(nproc) cores"
 echo "segment: seg0.ts, $segment_seconds s, $segment_bytes bytes (AES-128, encrypted whole)"
 read -r n_key_rps n_key_p99 _ <<< "$(measure "http://127.0.0.1:$nginx_port/key.bin")"
 read -r g_key_rps g_key_p99 _ <<< "$(measure "http://127.0.0.1:$gateway_port" "$work/paths.lua" "$work/key-paths.txt")"
-read -r n_seg_rps n_seg_p99 n_seg_mbps <<< "$(measure "http://127.0.0.1:$nginx_port/seg0.ts")"
-read -r g_seg_rps g_seg_p99 g_seg_mbps <<< "$(measure "http://127.0.0.1:$gateway_port/v1/hls/clip/seg0.ts")"
+read -r n_seg_rps n_seg_p99 n_seg_mbps _ <<< "$(measure "http://127.0.0.1:$nginx_port/seg0.ts")"
+read -r g_seg_rps g_seg_p99 g_seg_mbps _ <<< "$(measure "http://127.0.0.1:$gateway_port/v1/hls/clip/seg0.ts")"
 
 printf '\n%-34s %12s %10s %10s\n' "" "requests/s" "p99 ms" "MB/s"
 printf '%-34s %12.0f %10.2f %10s\n' "nginx, 16-byte file" "$n_key_rps" "$n_key_p99" "-"
@@ -196,7 +198,7 @@ if [ "$nodes" = nodes ]; then
     done
 
     read -r s_rps s_p99 _ <<< "$(measure "http://127.0.0.1:$gateway_port" "$work/paths.lua" "$work/key-paths.txt")"
-    read -r p_rps p_p99 _ <<< "$(measure "http://127.0.0.1:${pg_ports[0]}" "$work/paths.lua" "$work/pg-key-paths.txt")"
+    read -r p_rps p_p99 _ p_requests <<< "$(measure "http://127.0.0.1:${pg_ports[0]}" "$work/paths.lua" "$work/pg-key-paths.txt")"
     # Two nodes at once on the same cores, 32 connections each.
     conns=$((connections / 2)) measure "http://127.0.0.1:${pg_ports[0]}" "$work/paths.lua" "$work/pg-key-paths.txt" \
         > "$work/two-1.txt" &
@@ -205,8 +207,8 @@ if [ "$nodes" = nodes ]; then
         > "$work/two-2.txt" &
     two_2=$!
     wait "$two_1" "$two_2"
-    read -r t1_rps t1_p99 _ < "$work/two-1.txt"
-    read -r t2_rps t2_p99 _ < "$work/two-2.txt"
+    read -r t1_rps t1_p99 _ t1_requests < "$work/two-1.txt"
+    read -r t2_rps t2_p99 _ t2_requests < "$work/two-2.txt"
     t_rps=$(awk -v a="$t1_rps" -v b="$t2_rps" 'BEGIN {print a + b}')
     t_p99=$(awk -v a="$t1_p99" -v b="$t2_p99" 'BEGIN {print (a > b ? a : b)}')
 
@@ -217,8 +219,22 @@ if [ "$nodes" = nodes ]; then
     echo
     echo "PostgreSQL/SQLite per node: $(awk -v p="$p_rps" -v s="$s_rps" 'BEGIN {printf "%.2f", p / s}') (goal >= 0.9)," \
         "p99 $p_p99 ms (goal < 10); two nodes/one: $(awk -v t="$t_rps" -v p="$p_rps" 'BEGIN {printf "%.2f", t / p}') (goal >= 1)"
-    pg_audited=$(psql -X -At -h "$pg" -U postgres -d bench -c "SELECT count(*) FROM audit WHERE action = 'key'" 2>/dev/null || echo "?")
-    echo "key grants audited in PostgreSQL so far: $pg_audited"
+    # Does the audit trail keep up? Every grant the PostgreSQL nodes served (the wrk runs and the two
+    # checks) against the rows written: at once, then once both nodes' queues are empty.
+    pg_audit() { psql -X -At -h "$pg" -U postgres -d bench -c "SELECT count(*) FROM audit WHERE action = 'key'"; }
+    metric() { curl -sf -H "Authorization: Bearer $pg_token" "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m {print $2}'; }
+    served=$((p_requests + t1_requests + t2_requests + ${#pg_ports[@]}))
+    echo "key grants served by the PostgreSQL nodes: $served; audited at the end of the runs: $(pg_audit)"
+    drain_start=$(date +%s.%N)
+    for _ in $(seq 600); do
+        backlog=0
+        for port in "${pg_ports[@]}"; do backlog=$((backlog + $(metric "$port" guardplay_audit_backlog | cut -d. -f1))); done
+        [ "$backlog" -gt 0 ] || break
+        sleep 0.1
+    done
+    dropped=0
+    for port in "${pg_ports[@]}"; do dropped=$((dropped + $(metric "$port" guardplay_audit_dropped_total | cut -d. -f1))); done
+    echo "audited once the queues were empty ($(awk -v s="$drain_start" -v e="$(date +%s.%N)" 'BEGIN {printf "%.1f", e - s}') s later): $(pg_audit) of $served, backlog $backlog, dropped $dropped"
 fi
 
 # RSS over a longer run of keys and segments together.
