@@ -1147,7 +1147,7 @@ extension OpenAPIDocument {
                 container:
                   type: string
                   enum: [ts, fmp4]
-                  description: "MPEG-TS segments (the default) or CMAF fMP4 (init segments and moof/mdat segments)."
+                  description: "MPEG-TS segments (the default) or CMAF fMP4 (init segments and moof/mdat segments). HEVC input without a container gets fmp4; an HEVC job that asks for ts fails, as `guard-play package --container ts` refuses it."
                 encryption:
                   type: string
                   enum: [sample-aes, cenc, aes-128, none]

@@ -71,7 +71,7 @@ package struct PackagingJobBody: Equatable {
         asset = try body.requiredID("asset")
         denyKeysWhileCapturing = try body.bool("denyKeysWhileCapturing") ?? false
         options = PackagingJobOptions(
-            container: try body.string("container", maxLength: 16) ?? "ts",
+            container: try body.string("container", maxLength: 16),
             encryption: try body.string("encryption", maxLength: 16) ?? "sample-aes",
             keyPeriod: try body.integer("keyPeriod", in: 1...Int64(PackagingJobOptions.keyPeriodLimit)).map { Int($0) })
     }

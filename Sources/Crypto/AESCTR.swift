@@ -36,12 +36,19 @@ public final class AESCTR {
     /// Encrypts or decrypts `bytes[range]` in place, continuing the current key stream.
     public func process(_ bytes: inout [UInt8], range: Range<Int>) throws(CryptoError) {
         guard !range.isEmpty else { return }
-        let status = bytes.withUnsafeMutableBufferPointer { buffer in
-            var written: Int32 = 0
-            let base = buffer.baseAddress! + range.lowerBound
-            return EVP_CipherUpdate(context, base, &written, base, Int32(range.count))
+        let result = bytes.withUnsafeMutableBytes { raw in
+            Result { () throws(CryptoError) in try process(UnsafeMutableRawBufferPointer(rebasing: raw[range])) }
         }
-        guard status == 1 else { throw CryptoError.fromQueue("EVP_CipherUpdate(AES-128-CTR)") }
+        try result.get()
+    }
+
+    /// Encrypts or decrypts `buffer` in place, continuing the current key stream.
+    public func process(_ buffer: UnsafeMutableRawBufferPointer) throws(CryptoError) {
+        guard buffer.count > 0, let base = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+        var written: Int32 = 0
+        guard EVP_CipherUpdate(context, base, &written, base, Int32(buffer.count)) == 1 else {
+            throw CryptoError.fromQueue("EVP_CipherUpdate(AES-128-CTR)")
+        }
     }
 }
 

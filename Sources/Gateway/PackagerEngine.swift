@@ -28,6 +28,7 @@ public struct PackagerEngine: PackagingEngine {
         }
         options.encryption = encryption
         options.container = container
+        options.containerIsDefault = work.options.containerIsDefault
         options.keyPeriod = work.options.keyPeriod
         let cancellation = PackagingCancellation()
         if isCancelled() { throw PackagingFailure("packaging was cancelled", cancelled: true) }

@@ -12,14 +12,18 @@ public struct PackagingJobOptions: Sendable, Equatable {
 
     /// `ts` or `fmp4`.
     public var container: String
+    /// True when the job named no container: HEVC input then gets fMP4, as `guard-play package` without
+    /// `--container` does, where an explicit `ts` is refused.
+    public var containerIsDefault: Bool
     /// `sample-aes`, `cenc`, `aes-128` or `none`.
     public var encryption: String
     /// Segments per key period, or nil for one key.
     public var keyPeriod: Int?
 
-    /// Options as given; `validated()` checks them.
-    public init(container: String = "ts", encryption: String = "sample-aes", keyPeriod: Int? = nil) {
-        self.container = container
+    /// Options as given (`container` nil when the job names none); `validated()` checks them.
+    public init(container: String? = nil, encryption: String = "sample-aes", keyPeriod: Int? = nil) {
+        self.container = container ?? "ts"
+        containerIsDefault = container == nil
         self.encryption = encryption
         self.keyPeriod = keyPeriod
     }
@@ -53,9 +57,11 @@ public struct PackagingJobOptions: Sendable, Equatable {
         return self
     }
 
-    /// The stored form: `container=C encryption=E` and ` keyPeriod=N` when keys rotate.
+    /// The stored form: `container=C ` when one was named, `encryption=E`, and ` keyPeriod=N` when keys
+    /// rotate.
     public var stored: String {
-        "container=\(container) encryption=\(encryption)" + (keyPeriod.map { " keyPeriod=\($0)" } ?? "")
+        (containerIsDefault ? "" : "container=\(container) ") + "encryption=\(encryption)"
+            + (keyPeriod.map { " keyPeriod=\($0)" } ?? "")
     }
 
     /// The options a stored line names; nil (a job from before options were stored) is the defaults.
@@ -65,7 +71,9 @@ public struct PackagingJobOptions: Sendable, Equatable {
             let parts = field.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { continue }
             switch parts[0] {
-            case "container": container = parts[1]
+            case "container":
+                container = parts[1]
+                containerIsDefault = false
             case "encryption": encryption = parts[1]
             case "keyPeriod": keyPeriod = Int(parts[1])
             default: continue

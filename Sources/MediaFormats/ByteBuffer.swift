@@ -40,6 +40,13 @@ public final class ByteBuffer {
     /// Appends `bytes`.
     public func append(_ bytes: [UInt8]) { bytes.withUnsafeBytes { append($0) } }
 
+    /// Appends `nal` after its length as four big-endian bytes, as ISO BMFF samples store NAL units.
+    public func appendLengthPrefixed(_ nal: UnsafeRawBufferPointer) {
+        let start = extend(by: 4 + nal.count)
+        start.storeBytes(of: UInt32(nal.count).bigEndian, as: UInt32.self)
+        if let source = nal.baseAddress, nal.count > 0 { (start + 4).copyMemory(from: source, byteCount: nal.count) }
+    }
+
     /// Drops the contents and keeps the storage.
     public func removeAll() { count = 0 }
 
@@ -56,6 +63,11 @@ public final class ByteBuffer {
 
     /// Calls `body` with the contents, mutable, which must not escape.
     public func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeMutableRawBufferPointer(start: storage, count: count))
+    }
+
+    /// `withUnsafeMutableBytes` for a closure with a typed error, which `rethrows` does not carry.
+    public func withMutableBytes<R, E: Error>(_ body: (UnsafeMutableRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeMutableRawBufferPointer(start: storage, count: count))
     }
 

@@ -77,6 +77,8 @@ public final class CENCSampleCipher {
     public let scheme: CENCScheme
     private let cbc: AESCBC?
     private let ctr: AESCTR?
+    /// The crypt blocks of one `cbcs` subsample, gathered for one CBC call; grown as needed, reused.
+    private var scratch: [UInt8] = []
 
     /// A cipher for `scheme` with `key`; `encrypt` chooses the direction (the same for `cenc`).
     public init(scheme: CENCScheme, key: [UInt8], encrypt: Bool) throws(CryptoError) {
@@ -95,6 +97,15 @@ public final class CENCSampleCipher {
     /// constant 16-byte IV for `cbcs`, the sample's 8-byte IV for `cenc`) and the `cbcs` pattern.
     public func process(
         _ sample: inout [UInt8], subsamples: [Subsample], iv: [UInt8], crypt: Int = 1, skip: Int = 9
+    ) throws(CryptoError) {
+        try sample.withMutableBytes { raw throws(CryptoError) in
+            try process(raw, subsamples: subsamples, iv: iv, crypt: crypt, skip: skip)
+        }
+    }
+
+    /// Processes the sample in `sample` in place, as `process(_:subsamples:iv:crypt:skip:)` does an array.
+    public func process(
+        _ sample: UnsafeMutableRawBufferPointer, subsamples: [Subsample], iv: [UInt8], crypt: Int = 1, skip: Int = 9
     ) throws(CryptoError) {
         let ranges: [Range<Int>]
         if subsamples.isEmpty {
@@ -116,7 +127,7 @@ public final class CENCSampleCipher {
         }
         if let ctr {
             try ctr.restart(counter: iv + [UInt8](repeating: 0, count: 16 - iv.count))
-            for range in ranges { try ctr.process(&sample, range: range) }
+            for range in ranges { try ctr.process(UnsafeMutableRawBufferPointer(rebasing: sample[range])) }
             return
         }
         guard let cbc else { return }
@@ -124,14 +135,62 @@ public final class CENCSampleCipher {
         for range in ranges where range.count >= 16 {
             try cbc.restart(iv: iv)
             if wholeBlocks {
-                try cbc.process(&sample, range: range.lowerBound..<(range.upperBound - range.count % 16))
+                try cbc.process(
+                    UnsafeMutableRawBufferPointer(
+                        rebasing: sample[range.lowerBound..<(range.upperBound - range.count % 16)]))
                 continue
             }
-            var offset = range.lowerBound
-            while range.upperBound - offset >= 16 {
-                let blocks = min(crypt, (range.upperBound - offset) / 16)
-                try cbc.process(&sample, range: offset..<(offset + 16 * blocks))
-                offset += 16 * (crypt + skip)
+            try processPattern(UnsafeMutableRawBufferPointer(rebasing: sample[range]), crypt: crypt, skip: skip)
+        }
+    }
+
+    /// Copies whole 16-byte blocks as two 8-byte words each: `memmove` for every block of the 1:9
+    /// pattern cost more than the copy.
+    @inline(__always)
+    private static func copyBlocks(to target: UnsafeMutableRawPointer, from source: UnsafeRawPointer, byteCount: Int) {
+        var offset = 0
+        while offset < byteCount {
+            target.storeBytes(
+                of: source.loadUnaligned(fromByteOffset: offset, as: UInt64.self), toByteOffset: offset, as: UInt64.self
+            )
+            target.storeBytes(
+                of: source.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self), toByteOffset: offset + 8,
+                as: UInt64.self)
+            offset += 16
+        }
+    }
+
+    /// Runs one CBC chain over the crypt blocks of the pattern in `range`: they are gathered into
+    /// `scratch`, processed in one call (a call per 16-byte block cost more than the AES itself), and put
+    /// back. A crypt run is cut to the whole blocks left; a trailing partial block stays clear.
+    private func processPattern(_ range: UnsafeMutableRawBufferPointer, crypt: Int, skip: Int) throws(CryptoError) {
+        guard let cbc, let base = range.baseAddress else { return }
+        let stride = 16 * (crypt + skip)
+        var gathered = 0
+        var offset = 0
+        while range.count - offset >= 16 {
+            gathered += 16 * min(crypt, (range.count - offset) / 16)
+            offset += stride
+        }
+        if scratch.count < gathered { scratch = [UInt8](repeating: 0, count: gathered) }
+        try scratch.withMutableBytes { buffer throws(CryptoError) in
+            guard let target = buffer.baseAddress else { return }
+            var offset = 0
+            var filled = 0
+            while range.count - offset >= 16 {
+                let length = 16 * min(crypt, (range.count - offset) / 16)
+                Self.copyBlocks(to: target + filled, from: base + offset, byteCount: length)
+                filled += length
+                offset += stride
+            }
+            try cbc.process(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<gathered]))
+            offset = 0
+            filled = 0
+            while range.count - offset >= 16 {
+                let length = 16 * min(crypt, (range.count - offset) / 16)
+                Self.copyBlocks(to: base + offset, from: target + filled, byteCount: length)
+                filled += length
+                offset += stride
             }
         }
     }

@@ -20,9 +20,20 @@ public struct H264SampleBuilder {
     public mutating func sample(bytes: [UInt8], nalUnits: [Range<Int>]) throws(FormatError) -> (
         bytes: [UInt8], units: [(size: Int, clear: Int)]
     ) {
-        var sample: [UInt8] = []
-        sample.reserveCapacity(bytes.count)
+        let sample = ByteBuffer(capacity: bytes.count)
+        let units = try bytes.withBytes { raw throws(FormatError) in
+            try append(raw, nalUnits: nalUnits, to: sample)
+        }
+        return (sample.bytes, units)
+    }
+
+    /// Appends the sample of the NAL units at `nalUnits` of `bytes` to `output`; returns, per NAL unit
+    /// kept, its stored size and clear bytes.
+    public mutating func append(_ bytes: UnsafeRawBufferPointer, nalUnits: [Range<Int>], to output: ByteBuffer)
+        throws(FormatError) -> [(size: Int, clear: Int)]
+    {
         var units: [(size: Int, clear: Int)] = []
+        units.reserveCapacity(nalUnits.count)
         for (index, range) in nalUnits.enumerated() where !range.isEmpty {
             let type = NALUnitType.of(bytes[range.lowerBound])
             var clear = range.count
@@ -42,10 +53,8 @@ public struct H264SampleBuilder {
                 }
                 if sequenceParameterSets.contains(nal) || pictureParameterSets.contains(nal) { continue }
             case NALUnitType.nonIDRSlice, NALUnitType.idrSlice:
-                let header = try bytes.withBytes { raw throws(FormatError) in
-                    try H264SliceHeader(
-                        nal: UnsafeRawBufferPointer(rebasing: raw[range]), parameterSets: parameterSets)
-                }
+                let header = try H264SliceHeader(
+                    nal: UnsafeRawBufferPointer(rebasing: bytes[range]), parameterSets: parameterSets)
                 clear = header.storedLength
             case 2, 3, 4, 14, 15, 20, 21:
                 throw FormatError(
@@ -55,8 +64,7 @@ public struct H264SampleBuilder {
             default:
                 break
             }
-            sample.appendBigEndian(UInt32(range.count))
-            sample.append(contentsOf: bytes[range])
+            output.appendLengthPrefixed(UnsafeRawBufferPointer(rebasing: bytes[range]))
             units.append((4 + range.count, 4 + clear))
         }
         if !configured {
@@ -65,7 +73,7 @@ public struct H264SampleBuilder {
             }
             configured = true
         }
-        return (sample, units)
+        return units
     }
 }
 
@@ -73,7 +81,12 @@ public struct H264SampleBuilder {
 public enum AACSampleBuilder {
     /// The raw frames of the ADTS frames in `bytes`.
     public static func samples(_ bytes: [UInt8]) throws(FormatError) -> [[UInt8]] {
+        try frames(bytes).map { Array(bytes[$0]) }
+    }
+
+    /// Where the raw frames of the ADTS frames in `bytes` lie.
+    public static func frames(_ bytes: [UInt8]) throws(FormatError) -> [Range<Int>] {
         let frames = try bytes.withBytes { raw throws(FormatError) in try ADTSHeader.frames(in: raw) }
-        return frames.map { Array(bytes[($0.frame.lowerBound + $0.header)..<$0.frame.upperBound]) }
+        return frames.map { ($0.frame.lowerBound + $0.header)..<$0.frame.upperBound }
     }
 }

@@ -48,8 +48,18 @@ public struct HEVCSampleBuilder: Sendable {
     public mutating func sample(bytes: [UInt8], nalUnits: [Range<Int>]) throws(FormatError) -> (
         bytes: [UInt8], units: [(size: Int, clear: Int)]
     ) {
-        var sample: [UInt8] = []
-        sample.reserveCapacity(bytes.count)
+        let sample = ByteBuffer(capacity: bytes.count)
+        let units = try bytes.withBytes { raw throws(FormatError) in
+            try append(raw, nalUnits: nalUnits, to: sample)
+        }
+        return (sample.bytes, units)
+    }
+
+    /// Appends the sample of the NAL units at `nalUnits` of `bytes` to `output`; returns, per NAL unit
+    /// kept, its stored size and clear bytes.
+    public mutating func append(_ bytes: UnsafeRawBufferPointer, nalUnits: [Range<Int>], to output: ByteBuffer)
+        throws(FormatError) -> [(size: Int, clear: Int)]
+    {
         var units: [(size: Int, clear: Int)] = []
         for (index, range) in nalUnits.enumerated() where !range.isEmpty {
             let nal = Array(bytes[range])
@@ -69,8 +79,7 @@ public struct HEVCSampleBuilder: Sendable {
                         + "in hvcC, so a stream whose parameter sets change is not packaged",
                     kind: .unsupported)
             }
-            sample.appendBigEndian(UInt32(nal.count))
-            sample.append(contentsOf: nal)
+            output.appendLengthPrefixed(UnsafeRawBufferPointer(rebasing: bytes[range]))
             units.append((4 + nal.count, 4 + clearBytes))
         }
         if !configured {
@@ -81,7 +90,7 @@ public struct HEVCSampleBuilder: Sendable {
             }
             configured = true
         }
-        return (sample, units)
+        return units
     }
 
     /// The `hvcC` record of the first access unit's parameter sets, 4-byte NAL lengths.

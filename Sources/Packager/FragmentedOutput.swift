@@ -33,7 +33,9 @@ final class FragmentedOutput {
     private var samples: [FragmentSample] = []
     private var decodeTimes: [Int64] = []
     private var lastDuration: Int64 = 1
-    private var payload: [UInt8] = []
+    /// The open segment's sample bytes, in buffers taken from the writer: handed to it as they are
+    /// when the segment is written clear, copied through the file's own buffer under AES-128.
+    private var payload: [ByteBuffer] = []
     /// The 90 kHz presentation time the open segment started at, or nil when none is open.
     private(set) var openStart: Int64?
     /// Finished segments.
@@ -67,11 +69,22 @@ final class FragmentedOutput {
         timescale == 90_000 ? time : Int64((Double(time) * Double(timescale) / 90_000).rounded())
     }
 
-    /// Adds a sample whose bytes are final (encrypted as needed); `record` has all but its duration,
-    /// which the next sample's decoding time gives. `duration` (track ticks) is used for the last one.
-    func append(_ bytes: [UInt8], record: FragmentSample, decodeTime: Int64, duration: Int64, presentation: Int64) {
+    /// The buffer the next sample's bytes go to, with room for about `count` more bytes: samples are
+    /// kept whole in one buffer, so they can be encrypted where they lie.
+    func sampleBuffer(reserving count: Int) -> ByteBuffer {
+        if let last = payload.last, last.count == 0 || last.count + count <= SegmentFile.flushThreshold {
+            return last
+        }
+        let buffer = writer.takeBuffer()
+        payload.append(buffer)
+        return buffer
+    }
+
+    /// Records a sample whose bytes are final (encrypted as needed) and already at the end of
+    /// `sampleBuffer(reserving:)`; `record` has all but its duration, which the next sample's decoding
+    /// time gives. `duration` (track ticks) is used for the last one.
+    func appended(record: FragmentSample, decodeTime: Int64, duration: Int64, presentation: Int64) {
         if openStart == nil { openStart = presentation }
-        payload += bytes
         samples.append(record)
         decodeTimes.append(decodeTime)
         lastDuration = max(duration, 1)
@@ -103,21 +116,25 @@ final class FragmentedOutput {
         }
         let file = try SegmentFile(path: directory + "/" + uri, aes128: cipher, writer: writer)
         file.buffer.append(header)
-        // In chunks of the writer's buffer size: appended whole, a segment's payload would grow the
-        // writer's recycled buffers to the largest segment and page-fault them in again each time.
-        var start = 0
-        while start < payload.count {
-            let end = min(payload.count, start + SegmentFile.flushThreshold)
-            payload.withUnsafeBytes { file.buffer.append(UnsafeRawBufferPointer(rebasing: $0[start..<end])) }
+        // The payload's buffers are of about the writer's buffer size (appended whole, a segment's
+        // payload would grow the writer's recycled buffers to the largest segment and page-fault them in
+        // again each time).
+        let buffers = payload
+        payload.removeAll(keepingCapacity: true)
+        for buffer in buffers {
+            if cipher == nil && buffer.count > 0 {
+                try file.submit(buffer)
+                continue
+            }
+            buffer.withUnsafeBytes { file.buffer.append($0) }
+            writer.giveBack(buffer)
             try file.flushIfNeeded()
-            start = end
         }
         let bytes = try file.close()
         let ticks = samples.reduce(UInt64(0)) { $0 + UInt64($1.duration) }
         segments.append(Segment(uri: uri, decodeTime: first, ticks: ticks, bytes: bytes, iv: segmentIV))
         samples.removeAll(keepingCapacity: true)
         decodeTimes.removeAll(keepingCapacity: true)
-        payload.removeAll(keepingCapacity: true)
         openStart = nil
     }
 

@@ -71,9 +71,12 @@ struct FragmentedPackagingRun {
                 try output.cut(nextDecodeTime: output.ticks(unit.dts))
             }
             if !planned.codec.isAudio {
-                let built: (bytes: [UInt8], units: [(size: Int, clear: Int)])
+                // The sample is built at the end of the segment's payload and encrypted there.
+                let buffer = output.sampleBuffer(reserving: unit.bytes.count)
+                let start = buffer.count
+                let units: [(size: Int, clear: Int)]
                 do {
-                    built = try builder.sample(bytes: unit.bytes, nalUnits: unit.nalUnits)
+                    units = try builder.append(bytes: unit.bytes, nalUnits: unit.nalUnits, to: buffer)
                 } catch {
                     throw PackagingError(
                         error.kind == .unsupported ? .unsupportedCodec : .inputCorrupt,
@@ -83,43 +86,43 @@ struct FragmentedPackagingRun {
                 if output.track == nil {
                     output.track = try videoTrack(builder: builder, detail: details[slot])
                 }
-                var bytes = built.bytes
                 var record = FragmentSample(
-                    size: bytes.count, duration: 0, compositionOffset: UInt32(clamping: unit.pts - unit.dts),
+                    size: buffer.count - start, duration: 0, compositionOffset: UInt32(clamping: unit.pts - unit.dts),
                     isSync: unit.isRandomAccess)
                 if let (cipher, constantIV) = try ciphers?.cipher(forSegment: output.segments.count) {
-                    record.subsamples = SubsampleMap.make(built.units, scheme: cipher.scheme)
+                    record.subsamples = SubsampleMap.make(units, scheme: cipher.scheme)
                     record.iv = cipher.scheme == .cenc ? nextIV() : []
                     try encrypt(
-                        cipher, &bytes, record, constantIV: constantIV,
+                        cipher, buffer, from: start, record, constantIV: constantIV,
                         what: "video frame at \(Self.seconds(unit.pts)) s")
                 }
-                output.append(
-                    bytes, record: record, decodeTime: unit.dts, duration: unit.duration, presentation: unit.pts)
+                output.appended(record: record, decodeTime: unit.dts, duration: unit.duration, presentation: unit.pts)
             } else {
                 if output.track == nil {
                     output.track = try audioTrack(details[slot], planned)
                 }
-                let frames: [[UInt8]]
+                let frames: [Range<Int>]
                 do {
-                    frames = try AACSampleBuilder.samples(unit.bytes)
+                    frames = try AACSampleBuilder.frames(unit.bytes)
                 } catch {
                     throw PackagingError(
                         .inputCorrupt, "\(options.input): audio frame at \(Self.seconds(unit.pts)) s: \(error)")
                 }
                 for (index, frame) in frames.enumerated() {
-                    var bytes = frame
-                    var record = FragmentSample(size: bytes.count, duration: 0, isSync: true)
+                    let buffer = output.sampleBuffer(reserving: frame.count)
+                    let start = buffer.count
+                    unit.bytes.withUnsafeBytes { buffer.append(UnsafeRawBufferPointer(rebasing: $0[frame])) }
+                    var record = FragmentSample(size: frame.count, duration: 0, isSync: true)
                     if let (cipher, constantIV) = try ciphers?.cipher(forSegment: output.segments.count) {
                         record.iv = cipher.scheme == .cenc ? nextIV() : []
                         try encrypt(
-                            cipher, &bytes, record, constantIV: constantIV,
+                            cipher, buffer, from: start, record, constantIV: constantIV,
                             what: "audio frame at \(Self.seconds(unit.pts)) s")
                     }
                     let share = unit.duration / Int64(frames.count)
                     let time = unit.pts + share * Int64(index)
-                    output.append(
-                        bytes, record: record, decodeTime: output.ticks(time), duration: output.ticks(share),
+                    output.appended(
+                        record: record, decodeTime: output.ticks(time), duration: output.ticks(share),
                         presentation: time)
                 }
             }
@@ -150,12 +153,17 @@ struct FragmentedPackagingRun {
         String(format: "%.3f", Double(pts - TimestampMapper.startOffset) / 90_000)
     }
 
+    /// Encrypts the sample `record` describes, at `start` of `buffer`, where it lies.
     private func encrypt(
-        _ cipher: CENCSampleCipher, _ bytes: inout [UInt8], _ record: FragmentSample, constantIV: [UInt8],
-        what: @autoclosure () -> String
+        _ cipher: CENCSampleCipher, _ buffer: ByteBuffer, from start: Int, _ record: FragmentSample,
+        constantIV: [UInt8], what: @autoclosure () -> String
     ) throws(PackagingError) {
         do {
-            try cipher.process(&bytes, subsamples: record.subsamples, iv: record.iv.isEmpty ? constantIV : record.iv)
+            try buffer.withMutableBytes { raw throws(CryptoError) in
+                try cipher.process(
+                    UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + record.size)]),
+                    subsamples: record.subsamples, iv: record.iv.isEmpty ? constantIV : record.iv)
+            }
         } catch {
             throw PackagingError(.outputFailed, "cannot encrypt the \(what()): \(error)")
         }

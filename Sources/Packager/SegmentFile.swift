@@ -57,6 +57,19 @@ final class SegmentFile {
         if buffer.count >= SegmentFile.flushThreshold { try flush(final: false) }
     }
 
+    /// Queues `filled`, a buffer taken from the writer and filled by the caller, after what was
+    /// appended before, without copying it; only for a clear file (no AES-128), whose bytes need no
+    /// chaining across buffers.
+    func submit(_ filled: ByteBuffer) throws(PackagingError) {
+        precondition(cipher == nil, "an AES-128 file encrypts its bytes as they pass through its own buffer")
+        if buffer.count > 0 { try flush(final: false) }
+        if let failure = writer.firstFailure { throw failure }
+        let length = filled.count
+        writer.submit(filled, to: descriptor, path: path)
+        fileBytes += length
+        clearBytesFlushed += length
+    }
+
     /// Flushes, pads and encrypts the last block (AES-128), and queues the close; returns the file's
     /// size. Write errors surface from `BackgroundWriter.drain()`.
     @discardableResult

@@ -22,6 +22,17 @@ struct VideoSampleConversion {
         return try h264!.sample(bytes: bytes, nalUnits: nalUnits)
     }
 
+    /// Appends the sample of `bytes` (Annex-B, NAL units at `nalUnits`) to `output`; returns each kept
+    /// NAL unit's stored size and clear bytes.
+    mutating func append(bytes: [UInt8], nalUnits: [Range<Int>], to output: ByteBuffer) throws(FormatError)
+        -> [(size: Int, clear: Int)]
+    {
+        try bytes.withBytes { raw throws(FormatError) in
+            if hevc != nil { return try hevc!.append(raw, nalUnits: nalUnits, to: output) }
+            return try h264!.append(raw, nalUnits: nalUnits, to: output)
+        }
+    }
+
     /// The sample entry's media, from the parameter sets of the first sample (call after it).
     func media(width: Int, height: Int) throws(FormatError) -> FragmentedTrack.Media {
         if let hevc {

@@ -193,4 +193,33 @@ import Testing
         #expect((failed?["error"] as? String)?.isEmpty == false, "\(String(describing: failed))")
         #expect(try server.call("GET", "/v1/assets/notes", token: try server.token("control")).status == 404)
     }
+
+    /// An HEVC job that names `"container":"ts"` fails with the CLI's refusal and its hint, as
+    /// `guard-play package --container ts` exits 16, and publishes nothing; without a container the same
+    /// input is packaged as fMP4.
+    @Test func anHEVCJobAskingForTSFailsWithTheRefusalAndWithoutAContainerGetsFMP4() throws {
+        let server = try GatewayServer()
+        let admin = try server.token("package")
+        try FileManager.default.copyItem(atPath: fixture("hevc.mp4"), toPath: server.inputRoot + "/hevc.mp4")
+        let created = try server.call(
+            "POST", "/v1/packaging-jobs", token: admin,
+            body: #"{"input":"hevc.mp4","asset":"hevcts","container":"ts"}"#)
+        try #require(created.status == 202, "\(created.text)")
+        #expect(created.json?["container"] as? String == "ts")
+        let job = try #require(created.json?["id"] as? String)
+        let failed = try server.pollJob(job, token: admin) { ["succeeded", "failed"].contains($0["state"] as? String) }
+        #expect(failed?["state"] as? String == "failed", "\(String(describing: failed))")
+        let error = failed?["error"] as? String ?? ""
+        #expect(error.contains("HEVC") && error.contains("--container fmp4"), "\(error)")
+        #expect(try server.call("GET", "/v1/assets/hevcts", token: try server.token("control")).status == 404)
+
+        let chosen = try server.submitJob(token: admin, input: "hevc.mp4", asset: "hevc")
+        let done = try server.pollJob(chosen, token: admin) {
+            ["succeeded", "failed"].contains($0["state"] as? String)
+        }
+        #expect(done?["state"] as? String == "succeeded", "\(String(describing: done))")
+        let (_, token) = try server.session("hevc", token: try server.token("admin"))
+        let video = try server.call("GET", "/v1/hls/hevc/video.m3u8?token=\(token)")
+        #expect(video.status == 200 && video.text.contains("#EXT-X-MAP:URI=\"video_init.mp4\""), "\(video.text)")
+    }
 }
