@@ -100,7 +100,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "Gateway", "ControlAPI", "HTTPServer", "Store", "CaptureMonitor", "HTTPTestSupport",
-                "PostgresTestSupport",
+                "PostgresTestSupport", "ProcessTestSupport",
             ]),
         // Runs the built `guard-play` binary and checks what it writes with MediaCore; starts real X servers,
         // sound servers and recorders for the capture-detection acceptance tests.

@@ -1,0 +1,96 @@
+import Foundation
+
+/// What a copy's watermark says: the session it names, or none, and how sure that is.
+public struct WatermarkIdentification: Sendable, Equatable {
+    /// The session the copy came from, or nil when no candidate matches well enough (or there was
+    /// too little to read).
+    public let session: String?
+    /// The candidate that fitted best, matched or not.
+    public let bestCandidate: String?
+    /// Segments with a score.
+    public let segments: Int
+    /// Codeword bits the scores decided (a bit whose scores sum to zero is not read).
+    public let bitsRead: Int
+    /// The best candidate's share of read bits that disagree with the copy.
+    public let bitErrorRate: Double
+    /// The chance that a copy carrying no candidate's codeword agrees with one of them this well: the
+    /// binomial tail P[Bin(bitsRead, ½) ≥ agreements] times the number of candidates (a union bound),
+    /// at most 1.
+    public let falseMatchProbability: Double
+    /// False when fewer than `WatermarkDecoder.minimumBits` bits were read.
+    public let enoughMaterial: Bool
+}
+
+/// Names the session behind a copy from per-segment soft scores: it de-permutes the scores onto the
+/// asset's codeword positions (summing the repeats), correlates them with each candidate session's
+/// codeword (soft decisions: maximum likelihood among the candidates), and accepts the best only when
+/// its false-match probability is at most `threshold`.
+public struct WatermarkDecoder: Sendable {
+    /// The watermark the sessions were served under.
+    public let watermark: SessionWatermark
+    /// The false-match probability above which the decoder says "no match".
+    public let threshold: Double
+    /// The fewest read bits for a decision.
+    public static let minimumBits = 24
+
+    /// A decoder under `watermark` that accepts a match up to `threshold`.
+    public init(watermark: SessionWatermark, threshold: Double = 0.01) {
+        self.watermark = watermark
+        self.threshold = threshold
+    }
+
+    /// The session among `candidates` (session IDs of `asset`) whose codeword the scores spell.
+    /// `scores` maps a segment index to a score in [-1, 1], positive for variant A; values outside are
+    /// clamped and non-finite ones ignored.
+    public func identify(scores: [Int: Double], asset: String, candidates: [String]) -> WatermarkIdentification {
+        var soft = [Double](repeating: 0, count: WatermarkCode.length)
+        var segments = 0
+        var permutations: [Int: [Int]] = [:]
+        for (index, score) in scores where index >= 0 && score.isFinite {
+            let round = index / WatermarkCode.length
+            if permutations[round] == nil { permutations[round] = watermark.permutation(asset: asset, round: round) }
+            // Positive scores are A, bit 0: soft[p] > 0 says bit p is 0.
+            soft[permutations[round]![index % WatermarkCode.length]] += min(1, max(-1, score))
+            segments += 1
+        }
+        let read = soft.indices.filter { soft[$0] != 0 }
+        var best: (session: String, correlation: Double, agreements: Int)?
+        for candidate in candidates {
+            let codeword = watermark.codeword(session: candidate)
+            var correlation = 0.0
+            var agreements = 0
+            for position in read {
+                let sign = codeword >> UInt64(position) & 1 == 0 ? 1.0 : -1.0
+                correlation += sign * soft[position]
+                if sign * soft[position] > 0 { agreements += 1 }
+            }
+            if best == nil || correlation > best!.correlation { best = (candidate, correlation, agreements) }
+        }
+        let enough = read.count >= Self.minimumBits
+        guard let best, !read.isEmpty else {
+            return WatermarkIdentification(
+                session: nil, bestCandidate: nil, segments: segments, bitsRead: read.count, bitErrorRate: 0.5,
+                falseMatchProbability: 1, enoughMaterial: enough)
+        }
+        let falseMatch = min(
+            1, Double(candidates.count) * Self.binomialTail(trials: read.count, atLeast: best.agreements))
+        return WatermarkIdentification(
+            session: enough && falseMatch <= threshold ? best.session : nil, bestCandidate: best.session,
+            segments: segments, bitsRead: read.count,
+            bitErrorRate: Double(read.count - best.agreements) / Double(read.count),
+            falseMatchProbability: falseMatch, enoughMaterial: enough)
+    }
+
+    /// P[Bin(trials, ½) ≥ atLeast], exact for up to 64 trials (binomial coefficients in Double).
+    static func binomialTail(trials: Int, atLeast: Int) -> Double {
+        guard atLeast > 0 else { return 1 }
+        guard atLeast <= trials else { return 0 }
+        var coefficient = 1.0
+        var sum = 0.0
+        for successes in 0...trials {
+            if successes >= atLeast { sum += coefficient }
+            coefficient = coefficient * Double(trials - successes) / Double(successes + 1)
+        }
+        return sum / pow(2, Double(trials))
+    }
+}
