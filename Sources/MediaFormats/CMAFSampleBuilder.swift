@@ -1,20 +1,12 @@
-/// Turns the packager's Annex-B H.264 access units into CMAF samples: 4-byte NAL lengths, no access
-/// unit delimiters, the first parameter sets moved to `avcC` (later ones that differ kept in band), and
-/// for each NAL unit the bytes that stay clear under CENC, from its own slice-header parse.
-///
-/// The packager and the verifier run the same builder, so the verifier's expected samples come from
-/// exactly the conversion the packager applied; the verifier's slice-header check is separate.
-public struct H264SampleBuilder {
-    /// The parameter sets seen so far, by ID, for slice-header parses.
-    public private(set) var parameterSets = H264SliceHeader.ParameterSets()
-    /// The SPS and PPS of the first access unit: the init segment's `avcC`.
-    public private(set) var sequenceParameterSets: [[UInt8]] = []
-    public private(set) var pictureParameterSets: [[UInt8]] = []
-    private var configured = false
+/// A codec's conversion of the packager's Annex-B access units into CMAF samples.
+public protocol CMAFSampleBuilding {
+    /// Appends the sample of the NAL units at `nalUnits` of `bytes` to `output`; returns, per NAL unit
+    /// kept, its stored size and clear bytes.
+    mutating func append(_ bytes: UnsafeRawBufferPointer, nalUnits: [Range<Int>], to output: ByteBuffer)
+        throws(FormatError) -> [(size: Int, clear: Int)]
+}
 
-    /// A builder that has seen no access unit yet.
-    public init() {}
-
+extension CMAFSampleBuilding {
     /// The sample of `unit` (Annex-B bytes and NAL ranges) and, per NAL unit kept, its stored size and
     /// clear bytes.
     public mutating func sample(bytes: [UInt8], nalUnits: [Range<Int>]) throws(FormatError) -> (
@@ -26,6 +18,25 @@ public struct H264SampleBuilder {
         }
         return (sample.bytes, units)
     }
+
+}
+
+/// Turns the packager's Annex-B H.264 access units into CMAF samples: 4-byte NAL lengths, no access
+/// unit delimiters, the first parameter sets moved to `avcC` (later ones that differ kept in band), and
+/// for each NAL unit the bytes that stay clear under CENC, from its own slice-header parse.
+///
+/// The packager and the verifier run the same builder, so the verifier's expected samples come from
+/// exactly the conversion the packager applied; the verifier's slice-header check is separate.
+public struct H264SampleBuilder: CMAFSampleBuilding {
+    /// The parameter sets seen so far, by ID, for slice-header parses.
+    public private(set) var parameterSets = H264SliceHeader.ParameterSets()
+    /// The SPS and PPS of the first access unit: the init segment's `avcC`.
+    public private(set) var sequenceParameterSets: [[UInt8]] = []
+    public private(set) var pictureParameterSets: [[UInt8]] = []
+    private var configured = false
+
+    /// A builder that has seen no access unit yet.
+    public init() {}
 
     /// Appends the sample of the NAL units at `nalUnits` of `bytes` to `output`; returns, per NAL unit
     /// kept, its stored size and clear bytes.

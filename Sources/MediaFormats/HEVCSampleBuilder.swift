@@ -34,7 +34,7 @@ public struct HEVCClearLength: Sendable {
 ///
 /// The packager and the verifier run the same builder for their samples; the verifier's clear-length
 /// check walks the written samples itself.
-public struct HEVCSampleBuilder: Sendable {
+public struct HEVCSampleBuilder: Sendable, CMAFSampleBuilding {
     private var clear = HEVCClearLength()
     /// The VPS, SPS and PPS of the first access unit: the init segment's `hvcC`.
     public private(set) var configurationUnits: [[UInt8]] = []
@@ -43,20 +43,9 @@ public struct HEVCSampleBuilder: Sendable {
     /// A builder that has seen no access unit yet.
     public init() {}
 
-    /// The sample of `unit` (Annex-B bytes and NAL ranges) and, per NAL unit kept, its stored size and
-    /// clear bytes. Errors name the NAL unit by its index and byte offset in the access unit.
-    public mutating func sample(bytes: [UInt8], nalUnits: [Range<Int>]) throws(FormatError) -> (
-        bytes: [UInt8], units: [(size: Int, clear: Int)]
-    ) {
-        let sample = ByteBuffer(capacity: bytes.count)
-        let units = try bytes.withBytes { raw throws(FormatError) in
-            try append(raw, nalUnits: nalUnits, to: sample)
-        }
-        return (sample.bytes, units)
-    }
-
     /// Appends the sample of the NAL units at `nalUnits` of `bytes` to `output`; returns, per NAL unit
-    /// kept, its stored size and clear bytes.
+    /// kept, its stored size and clear bytes. Errors name the NAL unit by its index and byte offset in the
+    /// access unit.
     public mutating func append(_ bytes: UnsafeRawBufferPointer, nalUnits: [Range<Int>], to output: ByteBuffer)
         throws(FormatError) -> [(size: Int, clear: Int)]
     {
