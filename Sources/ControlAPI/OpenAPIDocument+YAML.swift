@@ -258,7 +258,7 @@ extension OpenAPIDocument {
               tags: [sessions]
               operationId: streamSessionEvents
               summary: "Server-Sent Events: capture-state (first, then on every change), command, and revoked (last)."
-              description: "Needs the control scope or the session's own token. Each event's data is one line of JSON. Streams are capped per session (4), per token and in all: 429 over a session's or a token's cap, 503 over the gateway's, both with Retry-After. On a PostgreSQL store that nodes share, revocations and changes of capture state carry an event ID (their number in the session); a stream resumed with Last-Event-ID, on any node, opens instead with the stored events after it, then goes on live, each event once."
+              description: "Needs the control scope or the session's own token. Each event's data is one line of JSON. Streams are capped per session (4), per token and in all: 429 over a session's or a token's cap, 503 over the gateway's, both with Retry-After. Revocations and changes of capture state carry an event ID (their number in the session, kept in the store); a stream resumed with Last-Event-ID, on any node sharing the store, opens instead with the stored events after it, then the current capture state without an ID when the last of them does not say it, then goes on live, each event once."
               security:
                 - bearerAuth: []
                 - sessionToken: []
@@ -266,7 +266,7 @@ extension OpenAPIDocument {
                 - name: Last-Event-ID
                   in: header
                   required: false
-                  description: "The ID of the last event received, to resume after it (shared store only); anything but 1 to 18 digits starts afresh."
+                  description: "The ID of the last event received, to resume after it; anything but 1 to 18 digits starts afresh."
                   schema:
                     type: string
               responses:

@@ -67,17 +67,19 @@ enum SessionRoutes {
     /// current capture state and ends after a revocation. Streams are capped per session, per token
     /// (`holder`) and in all: over a cap the answer is 429 (503 for the total) with `Retry-After`.
     ///
-    /// On a store that nodes share, revocations and changes of capture state carry an event ID, their
-    /// number in the session. A stream resumed with `Last-Event-ID` (`resumingAfter`), on this node or
-    /// any other, opens instead with the stored events after that ID and then goes on live: each event
-    /// once, none missed, none twice.
+    /// Revocations and changes of capture state carry an event ID, their number in the session. A
+    /// stream resumed with `Last-Event-ID` (`resumingAfter`), on this node or on any other sharing the
+    /// store, opens instead with the stored events after that ID and then goes on live: each event
+    /// once, none missed, none twice. Unless the last of them already says it, the current capture
+    /// state follows the replay, without an ID: a client fails closed while it is away (the web page
+    /// turns `unknown`), and a lease that lapsed meanwhile is not a stored event.
     static func events(
         gateway: Gateway, session id: String, holder: String, resumingAfter lastEventID: Int64? = nil
     ) throws -> HTTPResponse {
         guard let current = gateway.sessions.session(id) else {
             throw GatewayError(.notFound, code: "session-not-found", detail: "No such session.")
         }
-        let resume = gateway.store.isShared ? lastEventID : nil
+        let resume = lastEventID
         let ticket: StreamQuota.Ticket
         switch gateway.streams.admit(session: id, holder: holder) {
         case .success(let admitted): ticket = admitted
@@ -97,6 +99,7 @@ enum SessionRoutes {
         }
         stream.onClose { gateway.events.unsubscribe(session: id, id: subscription) }
         var opening: [(SessionEvent, Int64?)]
+        let capture = gateway.sessions.session(id)?.capture ?? current.capture
         if let resume {
             do {
                 opening = try gateway.sessions.storedEvents(session: id, after: resume).map { ($0.0, $0.1) }
@@ -105,8 +108,11 @@ enum SessionRoutes {
                 ticket.release()
                 throw error
             }
+            let lastState = opening.compactMap { if case .captureState(let state) = $0.0 { state.state } else { nil } }
+                .last
+            if lastState != capture.state { opening.append((.captureState(capture), nil)) }
         } else {
-            opening = [(.captureState(gateway.sessions.session(id)?.capture ?? current.capture), nil)]
+            opening = [(.captureState(capture), nil)]
         }
         if let revokedAt = current.record.revokedAt,
             !opening.contains(where: { if case .revoked = $0.0 { true } else { false } })

@@ -241,6 +241,8 @@ extension WebPlayerAssets {
                 onRevoked: () => this.fail(new PlayerError('session revoked', 'session-revoked')),
               });
             this.tracks = [];
+            // The last few video segments' bits per second.
+            this.samples = [];
             this.throughput = 0;
             this.status = 'starting';
             video.addEventListener('error', () => {
@@ -291,9 +293,14 @@ extension WebPlayerAssets {
             await track.switchTo(playlist, this.time, true);
           }
 
-          /** Picks the best video rendition for the measured throughput (there may be only one). */
+          /**
+           * Picks the best video rendition for the measured throughput (there may be only one): the harmonic
+           * mean of the last three segments', which one slow segment pulls down at once (a mean of a fast
+           * local network's gigabits would take a dozen), while rising again needs them all fast.
+           */
           async adapt(bitsPerSecond) {
-            this.throughput = this.throughput ? 0.7 * this.throughput + 0.3 * bitsPerSecond : bitsPerSecond;
+            this.samples = [...this.samples.slice(-2), bitsPerSecond];
+            this.throughput = this.samples.length / this.samples.reduce((sum, sample) => sum + 1 / sample, 0);
             const affordable = this.variants.filter((variant) => variant.bandwidth <= 0.8 * this.throughput);
             const choice = affordable.length ? affordable[affordable.length - 1] : this.variants[0];
             if (choice === this.variant || this.switching) return;
@@ -399,6 +406,12 @@ extension WebPlayerAssets {
           get status() { return player.status; },
           get error() { return player.error ? { message: player.error.message, code: player.error.code } : null; },
           get capture() { return { state: player.guard.state, source: player.guard.source }; },
+          get protectedAt() { return player.guard.protectedAt && { ...player.guard.protectedAt }; },
+          get received() { return player.guard.received.map((event) => ({ ...event })); },
+          get streamState() { return player.guard.events ? player.guard.events.readyState : null; },
+          get variant() { return player.variant ? { bandwidth: player.variant.bandwidth, url: player.variant.url } : null; },
+          get throughput() { return player.throughput; },
+          get loaded() { return player.tracks.length > 0 && player.tracks.every((track) => track.done); },
           get gain() { return player.guard.gain; },
           get peak() { return player.guard.peak; },
           get origin() { return player.origin; },
@@ -584,8 +597,10 @@ extension WebPlayerAssets {
         // The session's capture state on the page, from its event stream: while it is `capturing` or
         // `unknown` the picture is hidden under an opaque layer and the sound is ramped to silence through
         // Web Audio (a short ramp, so there is no click). It starts `unknown` and turns `unknown` the moment
-        // the stream drops (fail closed); EventSource reconnects on its own, sending Last-Event-ID when the
-        // gateway gave events IDs, and the gateway opens every stream with the current state.
+        // the stream drops (fail closed); EventSource reconnects on its own, sending Last-Event-ID (the
+        // gateway numbers revocations and changes of state), and the gateway replays what the page missed,
+        // then the current state if that differs. A stream the gateway refused is opened afresh, and then
+        // opens with the current state.
 
         const rampSeconds = 0.03;
         const reconnectMs = 3000;
@@ -602,6 +617,11 @@ extension WebPlayerAssets {
             this.source = 'starting';
             this.volume = 1;
             this.revoked = false;
+            // When protection last began, by the wall clock (Date.now, which the tests compare with the time
+            // of the report): the mask applied, the frame with it produced, the gain at 0.
+            this.protectedAt = null;
+            // The last 100 events received, with the stream's last event ID at each, for diagnostics.
+            this.received = [];
             this.apply();
           }
 
@@ -658,8 +678,15 @@ extension WebPlayerAssets {
 
           apply() {
             const protecting = this.protecting;
+            const began = protecting && !this.stage.classList.contains('masked');
             // The mask goes up at once: the picture must not wait for the sound's ramp.
             this.stage.classList.toggle('masked', protecting);
+            if (began) {
+              const record = { state: this.state, applied: Date.now(), shown: null, muted: null };
+              this.protectedAt = record;
+              // The second animation frame after the change begins once the frame with the mask is out.
+              requestAnimationFrame(() => requestAnimationFrame(() => { record.shown = Date.now(); }));
+            }
             this.badge.dataset.state = this.state;
             this.badge.textContent = `capture state: ${this.state} (${this.source})`;
             if (this.gate) {
@@ -671,7 +698,15 @@ extension WebPlayerAssets {
             clearTimeout(this.muteTimer);
             if (protecting) {
               // The element's own mute once the ramp is done, in case Web Audio is not in the path.
-              this.muteTimer = setTimeout(() => { this.video.muted = this.protecting; }, this.gate ? rampSeconds * 1000 + 10 : 0);
+              const record = this.protectedAt;
+              const muted = () => {
+                this.video.muted = this.protecting;
+                if (!record || !this.protecting || record.muted !== null) return;
+                // The audio clock may lag the page's: look again until the gain is at 0.
+                if (this.gain === 0) record.muted = Date.now();
+                else this.muteTimer = setTimeout(muted, 10);
+              };
+              this.muteTimer = setTimeout(muted, this.gate ? rampSeconds * 1000 + 10 : 0);
             } else {
               this.video.muted = false;
             }
@@ -687,6 +722,7 @@ extension WebPlayerAssets {
             this.events = events;
             events.addEventListener('capture-state', (event) => {
               const capture = JSON.parse(event.data);
+              this.received = [...this.received.slice(-99), { type: event.type, state: capture.state, lastEventId: event.lastEventId }];
               this.set(capture.state, capture.reason || 'reported');
             });
             events.addEventListener('command', (event) => {

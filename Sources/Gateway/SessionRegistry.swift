@@ -180,11 +180,12 @@ public final class SessionRegistry: Sendable {
         for (id, capture) in lapsed { hub.publish(session: id, .captureState(capture)) }
     }
 
-    /// Writes `event` for the other nodes sharing the store and returns its number in the session, the
-    /// ID event streams give it; a failure is logged (the event then has no ID), and this node goes on
-    /// with the change applied in its own memory.
+    /// Writes `event` (for a resumed stream, and for the other nodes sharing the store) and returns its
+    /// number in the session, the ID event streams give it; a failure is logged (the event then has no
+    /// ID), and this node goes on with the change applied in its own memory. A report that only renews
+    /// the lease is written only to a shared store: no stream replays it, and only other nodes need it.
     private func share(_ event: SessionEventRecord) -> Int64? {
-        guard store.isShared else { return nil }
+        guard store.isShared || event.announced else { return nil }
         do { return try store.appendSessionEvent(event) } catch {
             log("store: session event for \(event.sessionID): \(error)")
             return nil
@@ -192,10 +193,8 @@ public final class SessionRegistry: Sendable {
     }
 
     /// The announced events of session `id` after its event `eventID`, oldest first, each with its
-    /// event ID: what a stream resumed with `Last-Event-ID` missed, on any node. Empty when the store
-    /// is not shared (SQLite keeps no events, and its streams give none an ID).
+    /// event ID: what a stream resumed with `Last-Event-ID` missed, on any node.
     public func storedEvents(session id: String, after eventID: Int64) throws(GatewayError) -> [(SessionEvent, Int64)] {
-        guard store.isShared else { return [] }
         var replay: [(SessionEvent, Int64)] = []
         var cursor = eventID
         while true {

@@ -253,13 +253,12 @@ extension SQLStore {
             revokedAt: row[4] == .null ? nil : date(row[4]))
     }
 
-    /// Deletes sessions that expired before `date`, and on PostgreSQL session and asset events from
-    /// before it;
-    /// returns how many sessions went.
+    /// Deletes sessions that expired before `date`, session events from before it, and on PostgreSQL
+    /// asset events from before it; returns how many sessions went.
     public func deleteSessions(expiredBefore date: Date) throws(StoreError) -> Int {
         try with { database throws(StoreError) in
+            try database.query("DELETE FROM session_events WHERE at < ?", [.real(date.timeIntervalSince1970)])
             if dialect == .postgres {
-                try database.query("DELETE FROM session_events WHERE at < ?", [.real(date.timeIntervalSince1970)])
                 try database.query("DELETE FROM asset_events WHERE at < ?", [.real(date.timeIntervalSince1970)])
             }
             try database.query("DELETE FROM sessions WHERE expires_at <= ?", [.real(date.timeIntervalSince1970)])
@@ -267,28 +266,43 @@ extension SQLStore {
         }
     }
 
-    /// Appends `event` numbered after the session's last one, then NOTIFY, and returns its number in
-    /// the session; nothing on SQLite.
+    /// Appends `event` numbered after the session's last one and returns its number in the session
+    /// (nil for an unknown session); on PostgreSQL a NOTIFY follows.
     @discardableResult
     public func appendSessionEvent(_ event: SessionEventRecord) throws(StoreError) -> Int64? {
-        guard dialect == .postgres else { return nil }
+        let values: [SQLValue] = [
+            .text(event.kind.rawValue), optionalText(event.state), optionalText(event.reason),
+            optionalDate(event.since),
+            event.reportSeq.map { .integer($0) } ?? .null, optionalDate(event.observedAt),
+            optionalDate(event.leaseExpiresAt), .real(event.at.timeIntervalSince1970), .text(event.origin),
+            .integer(event.announced ? 1 : 0),
+        ]
+        let columns = """
+            INSERT INTO session_events (session_id, session_seq, kind, state, reason, since, report_seq,
+                observed_at, lease_expires_at, at, origin, announced)
+            """
         return try with { database throws(StoreError) in
             try database.transaction { () throws(StoreError) -> Int64? in
+                guard dialect == .postgres else {
+                    // SQLite allows no UPDATE inside a WITH: the number is taken, then read back.
+                    try database.query(
+                        "UPDATE sessions SET event_seq = event_seq + 1 WHERE id = ?", [.text(event.sessionID)])
+                    guard database.changes > 0 else { return nil }
+                    let rows = try database.query(
+                        """
+                        \(columns)
+                        SELECT id, event_seq, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM sessions WHERE id = ? RETURNING session_seq
+                        """,
+                        values + [.text(event.sessionID)])
+                    return rows.first?.first?.integer
+                }
                 let rows = try database.query(
                     """
                     WITH next AS (UPDATE sessions SET event_seq = event_seq + 1 WHERE id = ? RETURNING id, event_seq)
-                    INSERT INTO session_events (session_id, session_seq, kind, state, reason, since, report_seq,
-                        observed_at, lease_expires_at, at, origin, announced)
+                    \(columns)
                     SELECT id, event_seq, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM next RETURNING session_seq
                     """,
-                    [
-                        .text(event.sessionID), .text(event.kind.rawValue), optionalText(event.state),
-                        optionalText(event.reason), optionalDate(event.since),
-                        event.reportSeq.map { .integer($0) } ?? .null,
-                        optionalDate(event.observedAt), optionalDate(event.leaseExpiresAt),
-                        .real(event.at.timeIntervalSince1970), .text(event.origin),
-                        .integer(event.announced ? 1 : 0),
-                    ])
+                    [.text(event.sessionID)] + values)
                 // Delivered at commit, never before the row is visible.
                 try database.query("SELECT pg_notify('\(Self.eventChannel)', '')")
                 return rows.first?.first?.integer
@@ -296,7 +310,7 @@ extension SQLStore {
         }
     }
 
-    /// Up to `limit` events after `seq`, oldest first; none on SQLite.
+    /// Up to `limit` events after `seq`, oldest first; none on SQLite, which no other node reads.
     public func sessionEvents(after seq: Int64, limit: Int) throws(StoreError) -> [SessionEventRecord] {
         guard dialect == .postgres else { return [] }
         return try with { database throws(StoreError) in
@@ -306,13 +320,11 @@ extension SQLStore {
         }
     }
 
-    /// Up to `limit` announced events of `session` after its event `sessionSeq`, oldest first; none
-    /// on SQLite.
+    /// Up to `limit` announced events of `session` after its event `sessionSeq`, oldest first.
     public func sessionEvents(
         session: String, after sessionSeq: Int64, limit: Int
     ) throws(StoreError) -> [SessionEventRecord] {
-        guard dialect == .postgres else { return [] }
-        return try with { database throws(StoreError) in
+        try with { database throws(StoreError) in
             try database.query(
                 "\(Self.eventColumns) WHERE session_id = ? AND session_seq > ? AND announced ORDER BY session_seq LIMIT ?",
                 [.text(session), .integer(sessionSeq), .integer(Int64(limit))]

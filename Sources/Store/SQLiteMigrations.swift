@@ -80,6 +80,28 @@ enum SQLiteMigrations {
         // How each packaging job packages (container, encryption, key period), so a requeued job
         // packages as it was asked to.
         "ALTER TABLE packaging_jobs ADD COLUMN options TEXT;",
+        // Revocations and changes of capture state as rows numbered per session (`sessions.event_seq`),
+        // so a stream resumed with `Last-Event-ID` replays what it missed, as on PostgreSQL.
+        """
+        ALTER TABLE sessions ADD COLUMN event_seq INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE session_events (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL,
+            session_seq INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('revoked', 'capture')),
+            state TEXT,
+            reason TEXT,
+            since REAL,
+            report_seq INTEGER,
+            observed_at REAL,
+            lease_expires_at REAL,
+            at REAL NOT NULL,
+            origin TEXT NOT NULL,
+            announced INTEGER NOT NULL DEFAULT 1,
+            UNIQUE (session_id, session_seq)
+        );
+        CREATE INDEX session_events_by_time ON session_events(at);
+        """,
     ]
 
     /// Brings `connection` up to the newest version; refuses a database from a newer GuardPlay.

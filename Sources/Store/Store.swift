@@ -55,12 +55,14 @@ public protocol Store: AuditWriting {
     /// Deletes sessions that expired before `date`; returns how many.
     func deleteSessions(expiredBefore date: Date) throws(StoreError) -> Int
 
-    // Session events, for the nodes sharing a store (SQLite, which none share, keeps none).
+    // Session events: what a resumed event stream missed, and for the nodes sharing a store what
+    // the others did.
     /// Appends `event` with the session's next sequence number and tells listening nodes to look;
-    /// returns that number (nil on SQLite, which keeps no events).
+    /// returns that number (nil when there is no such session).
     @discardableResult
     func appendSessionEvent(_ event: SessionEventRecord) throws(StoreError) -> Int64?
-    /// Up to `limit` events after `seq`, oldest first.
+    /// Up to `limit` events after `seq`, oldest first, for the other nodes (none on SQLite, which no
+    /// other node shares).
     func sessionEvents(after seq: Int64, limit: Int) throws(StoreError) -> [SessionEventRecord]
     /// Up to `limit` announced events of `session` numbered after `sessionSeq` in that session,
     /// oldest first: what an event stream resumed with `Last-Event-ID` missed.

@@ -282,19 +282,26 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
                 SessionEventRecord(
                     sessionID: id, kind: .capture, state: "clear", at: epoch, origin: "n", announced: announced))
         }
+        #expect(appended == [1, 1, 2, 3])
+        // A resumed stream gets the session's announced events after its ID, not the renewal.
+        #expect(try store.sessionEvents(session: "s1", after: 0, limit: 10).map(\.sessionSeq) == [1, 3])
+        #expect(try store.sessionEvents(session: "s1", after: 1, limit: 10).map(\.sessionSeq) == [3])
+        #expect(try store.sessionEvents(session: "s1", after: 0, limit: 1).map(\.sessionSeq) == [1])
+        // An event of a session that does not exist gets no number.
+        #expect(
+            try store.appendSessionEvent(SessionEventRecord(sessionID: "none", kind: .revoked, at: epoch, origin: "n"))
+                == nil)
         switch backend {
         case .sqlite:
-            #expect(appended == [nil, nil, nil, nil])
-            #expect(try store.sessionEvents(session: "s1", after: 0, limit: 10).isEmpty)
+            // No other node reads a SQLite store.
+            #expect(try store.sessionEvents(after: 0, limit: 10).isEmpty)
         case .postgres:
-            #expect(appended == [1, 1, 2, 3])
-            // A resumed stream gets the session's announced events after its ID, not the renewal.
-            #expect(try store.sessionEvents(session: "s1", after: 0, limit: 10).map(\.sessionSeq) == [1, 3])
-            #expect(try store.sessionEvents(session: "s1", after: 1, limit: 10).map(\.sessionSeq) == [3])
-            #expect(try store.sessionEvents(session: "s1", after: 0, limit: 1).map(\.sessionSeq) == [1])
             // Every node still reads every event, renewals included.
             #expect(try store.sessionEvents(after: 0, limit: 10).map(\.announced) == [true, true, false, true])
         }
+        // Pruned with the sessions: events from before the cut go.
+        _ = try store.deleteSessions(expiredBefore: epoch + 1)
+        #expect(try store.sessionEvents(session: "s1", after: 0, limit: 10).isEmpty)
     }
 
     @Test(arguments: Backend.allCases) func renewsAJobsLeaseOnlyForTheAttemptThatHoldsIt(_ backend: Backend) throws {

@@ -33,6 +33,8 @@ class Player {
         onRevoked: () => this.fail(new PlayerError('session revoked', 'session-revoked')),
       });
     this.tracks = [];
+    // The last few video segments' bits per second.
+    this.samples = [];
     this.throughput = 0;
     this.status = 'starting';
     video.addEventListener('error', () => {
@@ -83,9 +85,14 @@ class Player {
     await track.switchTo(playlist, this.time, true);
   }
 
-  /** Picks the best video rendition for the measured throughput (there may be only one). */
+  /**
+   * Picks the best video rendition for the measured throughput (there may be only one): the harmonic
+   * mean of the last three segments', which one slow segment pulls down at once (a mean of a fast
+   * local network's gigabits would take a dozen), while rising again needs them all fast.
+   */
   async adapt(bitsPerSecond) {
-    this.throughput = this.throughput ? 0.7 * this.throughput + 0.3 * bitsPerSecond : bitsPerSecond;
+    this.samples = [...this.samples.slice(-2), bitsPerSecond];
+    this.throughput = this.samples.length / this.samples.reduce((sum, sample) => sum + 1 / sample, 0);
     const affordable = this.variants.filter((variant) => variant.bandwidth <= 0.8 * this.throughput);
     const choice = affordable.length ? affordable[affordable.length - 1] : this.variants[0];
     if (choice === this.variant || this.switching) return;
@@ -191,6 +198,12 @@ window.guardPlay = Object.freeze({
   get status() { return player.status; },
   get error() { return player.error ? { message: player.error.message, code: player.error.code } : null; },
   get capture() { return { state: player.guard.state, source: player.guard.source }; },
+  get protectedAt() { return player.guard.protectedAt && { ...player.guard.protectedAt }; },
+  get received() { return player.guard.received.map((event) => ({ ...event })); },
+  get streamState() { return player.guard.events ? player.guard.events.readyState : null; },
+  get variant() { return player.variant ? { bandwidth: player.variant.bandwidth, url: player.variant.url } : null; },
+  get throughput() { return player.throughput; },
+  get loaded() { return player.tracks.length > 0 && player.tracks.every((track) => track.done); },
   get gain() { return player.guard.gain; },
   get peak() { return player.guard.peak; },
   get origin() { return player.origin; },

@@ -1,8 +1,10 @@
 // The session's capture state on the page, from its event stream: while it is `capturing` or
 // `unknown` the picture is hidden under an opaque layer and the sound is ramped to silence through
 // Web Audio (a short ramp, so there is no click). It starts `unknown` and turns `unknown` the moment
-// the stream drops (fail closed); EventSource reconnects on its own, sending Last-Event-ID when the
-// gateway gave events IDs, and the gateway opens every stream with the current state.
+// the stream drops (fail closed); EventSource reconnects on its own, sending Last-Event-ID (the
+// gateway numbers revocations and changes of state), and the gateway replays what the page missed,
+// then the current state if that differs. A stream the gateway refused is opened afresh, and then
+// opens with the current state.
 
 const rampSeconds = 0.03;
 const reconnectMs = 3000;
@@ -19,6 +21,11 @@ export class CaptureGuard {
     this.source = 'starting';
     this.volume = 1;
     this.revoked = false;
+    // When protection last began, by the wall clock (Date.now, which the tests compare with the time
+    // of the report): the mask applied, the frame with it produced, the gain at 0.
+    this.protectedAt = null;
+    // The last 100 events received, with the stream's last event ID at each, for diagnostics.
+    this.received = [];
     this.apply();
   }
 
@@ -75,8 +82,15 @@ export class CaptureGuard {
 
   apply() {
     const protecting = this.protecting;
+    const began = protecting && !this.stage.classList.contains('masked');
     // The mask goes up at once: the picture must not wait for the sound's ramp.
     this.stage.classList.toggle('masked', protecting);
+    if (began) {
+      const record = { state: this.state, applied: Date.now(), shown: null, muted: null };
+      this.protectedAt = record;
+      // The second animation frame after the change begins once the frame with the mask is out.
+      requestAnimationFrame(() => requestAnimationFrame(() => { record.shown = Date.now(); }));
+    }
     this.badge.dataset.state = this.state;
     this.badge.textContent = `capture state: ${this.state} (${this.source})`;
     if (this.gate) {
@@ -88,7 +102,15 @@ export class CaptureGuard {
     clearTimeout(this.muteTimer);
     if (protecting) {
       // The element's own mute once the ramp is done, in case Web Audio is not in the path.
-      this.muteTimer = setTimeout(() => { this.video.muted = this.protecting; }, this.gate ? rampSeconds * 1000 + 10 : 0);
+      const record = this.protectedAt;
+      const muted = () => {
+        this.video.muted = this.protecting;
+        if (!record || !this.protecting || record.muted !== null) return;
+        // The audio clock may lag the page's: look again until the gain is at 0.
+        if (this.gain === 0) record.muted = Date.now();
+        else this.muteTimer = setTimeout(muted, 10);
+      };
+      this.muteTimer = setTimeout(muted, this.gate ? rampSeconds * 1000 + 10 : 0);
     } else {
       this.video.muted = false;
     }
@@ -104,6 +126,7 @@ export class CaptureGuard {
     this.events = events;
     events.addEventListener('capture-state', (event) => {
       const capture = JSON.parse(event.data);
+      this.received = [...this.received.slice(-99), { type: event.type, state: capture.state, lastEventId: event.lastEventId }];
       this.set(capture.state, capture.reason || 'reported');
     });
     events.addEventListener('command', (event) => {
