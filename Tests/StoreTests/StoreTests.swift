@@ -304,6 +304,41 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         #expect(try store.sessionEvents(session: "s1", after: 0, limit: 10).isEmpty)
     }
 
+    @Test(arguments: Backend.allCases) func givesEachSessionsNewestCaptureReportWhileItsLeaseHoldsByTheDatabase(
+        _ backend: Backend
+    ) throws {
+        let temporary = try TemporaryStore(backend)
+        defer { withExtendedLifetime(temporary) {} }
+        let store = temporary.store
+        let now = Date()
+        for id in ["held", "lapsed", "silent"] {
+            try store.insertSession(SessionRecord(id: id, assetID: "clip", createdAt: now, expiresAt: now + 600))
+        }
+        let report = { (id: String, state: String, seq: Int64, lease: Date) in
+            _ = try store.appendSessionEvent(
+                SessionEventRecord(
+                    sessionID: id, kind: .capture, state: state, reason: "reported", since: now, reportSeq: seq,
+                    observedAt: now, leaseExpiresAt: lease, at: now, origin: "n", announced: true))
+        }
+        // "held": an older report, then a newer one whose lease holds; "lapsed": a newer one whose lease
+        // ran out, after one whose lease would still hold; "silent": none, and a revocation.
+        try report("held", "capturing", 1, now + 600)
+        try report("held", "clear", 2, now + 600)
+        try report("lapsed", "clear", 1, now + 600)
+        try report("lapsed", "capturing", 2, now - 1)
+        try store.appendSessionEvent(SessionEventRecord(sessionID: "silent", kind: .revoked, at: now, origin: "n"))
+        switch backend {
+        case .sqlite:
+            #expect(try store.liveCaptureEvents(session: nil).isEmpty)
+        case .postgres:
+            let all = try store.liveCaptureEvents(session: nil)
+            #expect(all.map(\.sessionID) == ["held"] && all.first?.state == "clear" && all.first?.reportSeq == 2)
+            #expect(try store.liveCaptureEvents(session: "held").map(\.reportSeq) == [2])
+            #expect(try store.liveCaptureEvents(session: "lapsed").isEmpty)
+            #expect(try store.liveCaptureEvents(session: "silent").isEmpty)
+        }
+    }
+
     @Test(arguments: Backend.allCases) func renewsAJobsLeaseOnlyForTheAttemptThatHoldsIt(_ backend: Backend) throws {
         let temporary = try TemporaryStore(backend)
         defer { withExtendedLifetime(temporary) {} }
