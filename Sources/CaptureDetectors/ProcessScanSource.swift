@@ -42,39 +42,21 @@ public final class ProcessScanSource: LiveCaptureSource {
 
         /// The check over `table` with `classifier`: each task ID read as a process, a thread counted as
         /// its process, processes failing `keep` skipped. A task looked at again (every reading of its
-        /// exec window) costs one read of its `comm` while that is unchanged: an exec renames it, so
-        /// only then are its command line and classification read again. (A wrapper that execs a
-        /// program of its own name is the regular scan's, like any late exec.)
+        /// exec window) costs one `pread` of its kept-open `comm` while that is unchanged: an exec renames
+        /// it, so only then are its command line and classification read again (`WatchedTasks`). (A
+        /// wrapper that execs a program of its own name is the regular scan's, like any late exec.)
         public init(
             interval: Double = 0.025, table: ProcessTable, classifier: ProcessClassifier,
             keep: @escaping @Sendable (Int32) -> Bool = { _ in true }
         ) {
-            let reader = LoadAverageReader(table: table)
-            // The `comm` each recent task had when it was last classified; only the last call's tasks.
-            let classified = Mutex<[Int32: String]>([:])
-            self.init(interval: interval, newestPID: { reader.newestPID() }) { pids in
-                let before = classified.withLock { $0 }
-                var after: [Int32: String] = [:]
-                var found: [ProcessDetection] = []
-                for pid in pids {
-                    guard let comm = table.comm(pid) else { continue }
-                    if before[pid] == comm {
-                        after[pid] = comm
-                        continue
-                    }
-                    // Mid-exec the new name can come before the new command line: a task whose command
-                    // line cannot be read yet is looked at whole again next time.
-                    guard let process = table.process(pid) else { continue }
-                    after[pid] = process.comm
-                    guard var detection = classifier.classify(process), let owner = table.threadGroup(of: pid),
-                        keep(owner)
-                    else { continue }
-                    detection.pid = owner
-                    if !found.contains(detection) { found.append(detection) }
-                }
-                classified.withLock { $0 = after }
-                return found
-            }
+            self.init(interval: interval, scanner: ProcessScanner(table: table, classifier: classifier), keep: keep)
+        }
+
+        /// The check through `scanner`, which the regular scan may share.
+        init(interval: Double, scanner: ProcessScanner, keep: @escaping @Sendable (Int32) -> Bool) {
+            let reader = LoadAverageReader(table: scanner.table)
+            let watched = WatchedTasks(scanner: scanner, keep: keep)
+            self.init(interval: interval, newestPID: { reader.newestPID() }, classify: watched.classify)
         }
     }
 
@@ -87,10 +69,10 @@ public final class ProcessScanSource: LiveCaptureSource {
         classifier: ProcessClassifier = ProcessClassifier()
     ) {
         let own = getpid()
-        let check = quickInterval.map { NewTaskCheck(interval: $0, table: table, classifier: classifier) { $0 != own } }
-        self.init(interval: interval, newTasks: check) {
-            table.snapshot().filter { $0.pid != own }.compactMap(classifier.classify)
-        }
+        // One scanner, so the regular scan and the new tasks' looks share the procfs root's descriptor.
+        let scanner = ProcessScanner(table: table, classifier: classifier)
+        let check = quickInterval.map { NewTaskCheck(interval: $0, scanner: scanner) { $0 != own } }
+        self.init(interval: interval, newTasks: check) { scanner.scan(skipping: own) }
     }
 
     /// Creates a source around any scan function (tests pass one that hangs or fails), and optionally a

@@ -54,20 +54,49 @@ public struct ProcessTable: Sendable {
     /// kernel thread or zombie, or its `comm` fails `accept`. A thread ID gives the thread's name and
     /// its process's command line; `threadGroup(of:)` says which process that is.
     public func process(_ pid: Int32, acceptingComm accept: (String) -> Bool = { _ in true }) -> ProcessSnapshot? {
-        let directory = "\(root)/\(pid)"
         guard let name = comm(pid), accept(name) else { return nil }
-        guard let cmdline = Self.read(directory + "/cmdline", oneRecord: true), !cmdline.isEmpty else { return nil }
-        let arguments = cmdline.split(separator: 0, omittingEmptySubsequences: false).map {
+        guard let cmdline = Self.read("\(root)/\(pid)/cmdline", oneRecord: true) else { return nil }
+        return Self.snapshot(pid: pid, comm: name, commandLine: cmdline)
+    }
+
+    /// The process a task's raw `comm` and `cmdline` describe; nil for an empty command line (a kernel
+    /// thread or a zombie).
+    static func snapshot(pid: Int32, comm: UnsafeBufferPointer<UInt8>, commandLine: UnsafeBufferPointer<UInt8>)
+        -> ProcessSnapshot?
+    {
+        snapshot(pid: pid, comm: commName(comm), commandLine: commandLine)
+    }
+
+    private static func snapshot<Bytes: Collection<UInt8>>(pid: Int32, comm: String, commandLine: Bytes)
+        -> ProcessSnapshot?
+    {
+        guard !commandLine.isEmpty else { return nil }
+        let arguments = commandLine.split(separator: 0, omittingEmptySubsequences: false).map {
             String(decoding: $0, as: UTF8.self)
         }
         return ProcessSnapshot(
-            pid: pid, comm: name, arguments: arguments.last == "" ? Array(arguments.dropLast()) : arguments)
+            pid: pid, comm: comm, arguments: arguments.last == "" ? Array(arguments.dropLast()) : arguments)
     }
 
     /// The `comm` (the kernel's 15-byte name) of process or thread `pid`; nil when it is gone.
     public func comm(_ pid: Int32) -> String? {
         guard let comm = Self.read("\(root)/\(pid)/comm", oneRecord: true) else { return nil }
-        return String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .newlines)
+        return comm.withUnsafeBufferPointer(Self.commName)
+    }
+
+    /// A raw `comm` as text, newlines trimmed from both ends. Names in ASCII (nearly all) are trimmed as
+    /// bytes; others as Foundation trims them, which knows the Unicode newlines.
+    static func commName(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        guard bytes.allSatisfy({ $0 < 0x80 }) else {
+            return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .newlines)
+        }
+        // U+000A to U+000D are CharacterSet.newlines' ASCII members.
+        let newline: (UInt8) -> Bool = { (0x0A...0x0D).contains($0) }
+        var start = 0
+        var end = bytes.count
+        while start < end, newline(bytes[start]) { start += 1 }
+        while end > start, newline(bytes[end - 1]) { end -= 1 }
+        return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
     }
 
     /// The process a task belongs to (the `Tgid:` line of `/proc/PID/status`): itself for a process, its
