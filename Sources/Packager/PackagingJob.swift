@@ -181,10 +181,6 @@ public struct PackagingJob: Sendable {
         if options.watermarkKey != nil && options.watermark == nil {
             throw PackagingError(.invalidOptions, "--watermark-key is the key of --watermark ab: give both, or neither")
         }
-        if options.watermark != nil && options.container == .fragmentedMP4 {
-            throw PackagingError(
-                .invalidOptions, "--watermark ab writes MPEG-TS variants only for now: use --container ts")
-        }
         if options.watermark != nil && options.flicker != nil {
             throw PackagingError(
                 .invalidOptions, "--watermark ab marks segments of a video, and --flicker makes one of a still image")

@@ -211,14 +211,9 @@ struct VerificationRun {
                     verifyMediaPlaylist(name: name, playlist, expected: expected, slots: slots)
                     continue
                 }
-                var other = playlist
-                for index in other.segments.indices {
-                    guard let uri = WatermarkManifest.variantURI(other.segments[index].uri, .b) else {
-                        problem("\(name): segment \(other.segments[index].uri) is not an A variant (NAME.a.ts)")
-                        continue
-                    }
-                    other.segments[index].uri = uri
-                }
+                var problems: [String] = []
+                let other = WatermarkManifest.variantB(of: playlist, name: name) { problems.append($0) }
+                for text in problems { problem(text) }
                 verifyMediaPlaylist(name: name + " (variant B)", other, expected: expected, slots: slots)
             }
         }
@@ -239,17 +234,10 @@ struct VerificationRun {
     private mutating func watermark() -> (
         manifest: WatermarkManifest, source: (pattern: WatermarkPattern, segmentDuration: Double)
     )? {
-        let path = directory + "/" + WatermarkManifest.fileName
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
         do throws(PackagingError) {
-            guard let bytes = VerificationRun.readFile(path, limit: 64 << 10) else {
-                throw PackagingError(.inputCorrupt, "\(WatermarkManifest.fileName) is unreadable or over 64 KiB")
-            }
-            let manifest = try WatermarkManifest(parsing: bytes)
-            report.notes.append(
-                "watermarked (\(WatermarkManifest.scheme)): \(manifest.playlists.joined(separator: ", ")) checked as "
-                    + "variant A and variant B, each against a deterministic libx264 re-encode of the marked source")
-            return (manifest, (try WatermarkPattern(key: manifest.key), manifest.segmentDuration))
+            guard let manifest = try WatermarkManifest.load(from: directory) else { return nil }
+            report.notes.append(manifest.verificationNote)
+            return (manifest, try manifest.source)
         } catch {
             problem(error.message)
             return nil

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import MediaFormats
 
 /// `watermark.json` at the root of a `--watermark ab` output: what a gateway needs to serve variants
 /// and a detector to read them. `{"version":1,"scheme":"ab-luma","key":HEX,"blockSize":16,
@@ -49,6 +50,43 @@ public struct WatermarkManifest: Sendable, Equatable {
                     + "segmentDuration of 1 to 60 s")
         }
         self.init(key: key, blockSize: blockSize, playlists: playlists, segmentDuration: duration)
+    }
+
+    /// The manifest of the output in `directory`, or nil when it has none.
+    static func load(from directory: String) throws(PackagingError) -> WatermarkManifest? {
+        let path = directory + "/" + fileName
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        guard let bytes = VerificationRun.readFile(path, limit: 64 << 10) else {
+            throw PackagingError(.inputCorrupt, "\(fileName) is unreadable or over 64 KiB")
+        }
+        return try WatermarkManifest(parsing: bytes)
+    }
+
+    /// What `verify` notes about a watermarked output.
+    var verificationNote: String {
+        "watermarked (\(WatermarkManifest.scheme)): \(playlists.joined(separator: ", ")) checked as variant A and "
+            + "variant B, each against a deterministic libx264 re-encode of the marked source"
+    }
+
+    /// The pattern and segment duration to read a source with, as the packager did.
+    var source: (pattern: WatermarkPattern, segmentDuration: Double) {
+        get throws(PackagingError) { (try WatermarkPattern(key: key), segmentDuration) }
+    }
+
+    /// `playlist` with every segment's URI turned into its B variant's; a URI that names no A variant
+    /// is left as it is and reported to `problem`.
+    static func variantB(of playlist: ParsedMediaPlaylist, name: String, problem: (String) -> Void)
+        -> ParsedMediaPlaylist
+    {
+        var other = playlist
+        for index in other.segments.indices {
+            guard let uri = variantURI(other.segments[index].uri, .b) else {
+                problem("\(name): segment \(other.segments[index].uri) is not an A variant (NAME_00000.a.EXT)")
+                continue
+            }
+            other.segments[index].uri = uri
+        }
+        return other
     }
 
     /// The file's text, its keys in the documented order.

@@ -214,6 +214,49 @@ import Testing
         #expect(checked.stdout.contains("variant B"), "\(checked.stdout)")
     }
 
+    @Test func fragmentedVariantsShareTheirInitSegmentAndTimestampsAndVerify() throws {
+        let directory = try TemporaryDirectory()
+        let output = directory.path("out")
+        let packaged = try package(
+            fixture("clip.mp4"), output,
+            [
+                "--container", "fmp4", "--watermark", "ab", "--watermark-key", Self.key, "--segment-duration", "2",
+            ])
+        try #require(packaged.status == 0, "\(packaged.stderr)")
+        let playlist = try String(contentsOfFile: output + "/video.m3u8", encoding: .utf8)
+        #expect(playlist.contains("#EXT-X-MAP:URI=\"video_init.mp4\""))
+        let names = try segments(output + "/video.m3u8")
+        #expect(names.count == 5)
+        let initSegment = try Data(contentsOf: URL(fileURLWithPath: output + "/video_init.mp4"))
+        for (index, name) in names.enumerated() {
+            #expect(name == String(format: "video_%05d.a.m4s", index))
+            // Each variant decodes (decrypted by FFmpeg) behind the one init segment, with A's timestamps.
+            var times: [String] = []
+            for variant in [name, try bName(name)] {
+                let joined = directory.path("joined-\(variant).mp4")
+                var bytes = initSegment
+                bytes.append(try Data(contentsOf: URL(fileURLWithPath: output + "/" + variant)))
+                try bytes.write(to: URL(fileURLWithPath: joined))
+                let result = try run(
+                    "/usr/bin/ffprobe",
+                    [
+                        "-v", "error", "-decryption_key", testKey, "-select_streams", "v", "-show_entries",
+                        "packet=pts,dts,duration", "-of", "csv=p=0", joined,
+                    ])
+                #expect(result.status == 0, "\(result.stderr)")
+                times.append(result.stdout)
+            }
+            #expect(!times[0].isEmpty && times[0] == times[1], "\(name)")
+        }
+        let manifest = try String(contentsOfFile: output + "/manifest.mpd", encoding: .utf8)
+        #expect(manifest.contains("media=\"video_$Number%05d$.a.m4s\""))
+        #expect(FileManager.default.fileExists(atPath: output + "/watermark.json"))
+        let checked = try guardPlay(
+            ["verify", output, "--key-file", output + ".key", "--source", fixture("clip.mp4")], timeout: 600)
+        #expect(checked.status == 0, "\(checked.stdout)\(checked.stderr)")
+        #expect(checked.stdout.contains("variant B"), "\(checked.stdout)")
+    }
+
     @Test func refusesWhatItCannotMark() throws {
         let directory = try TemporaryDirectory()
         func refusal(_ input: String, _ extra: [String], status: Int32, says fragment: String) throws {
