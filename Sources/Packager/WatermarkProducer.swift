@@ -58,13 +58,11 @@ final class WatermarkProducer: AccessUnitProducer {
     }
 
     func accept(_ packet: Packet, into units: inout [AccessUnit]) throws {
-        while try !decoder.send(packet) { try drainDecoder(into: &units) }
-        try drainDecoder(into: &units)
+        try decoder.feed(packet) { try drainDecoder(into: &units) }
     }
 
     func finish(into units: inout [AccessUnit]) throws {
-        _ = try decoder.send(nil)
-        try drainDecoder(into: &units)
+        try decoder.feed(nil) { try drainDecoder(into: &units) }
         guard let encoders else { return }
         try encoders.a.encode(nil) { packet in try self.emit(packet, .a, into: &units) }
         try encoders.b.encode(nil) { packet in try self.emit(packet, .b, into: &units) }

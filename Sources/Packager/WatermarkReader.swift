@@ -51,11 +51,9 @@ public struct WatermarkBlockMeans: Sendable {
             }
             while try input.read(into: packet) == .packet {
                 guard packet.streamIndex == index else { continue }
-                while try !decoder.send(packet) { try drain() }
-                try drain()
+                try decoder.feed(packet, drain: drain)
             }
-            _ = try decoder.send(nil)
-            try drain()
+            try decoder.feed(nil, drain: drain)
         } catch let error as PackagingError {
             throw error
         } catch {
