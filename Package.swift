@@ -108,7 +108,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "MediaCore", "CaptureDetectors", "ProcessTestSupport", "HTTPTestSupport", "Crypto",
-                "PostgresTestSupport", "MediaFormats",
+                "PostgresTestSupport", "MediaFormats", "Packager",
             ]),
         // Replays fuzz/corpus and fuzz/regressions through every target on each `make test`.
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "ProcessTestSupport"]),

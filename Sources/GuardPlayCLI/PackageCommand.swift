@@ -41,6 +41,12 @@ enum PackageCommand {
           --flicker[=x,y,w,h]       make the still's video flicker over that region (default: the whole
                                     picture): 60 fps alternating two complementary random pixel masks, a
                                     new pair at every IDR, so one screenshot of a player holds half of it
+          --watermark ab            forensic A/B watermark: the H.264 video re-encoded (libx264) as two
+                                    variants of every segment, NAME_00000.a.ts (listed) and .b.ts, a
+                                    keyed luma pattern added in A and subtracted in B; audio becomes
+                                    a rendition; no I-frame playlist; DIR/watermark.json says which
+          --watermark-key HEX       16-byte key of the watermark pattern (default: random; it is
+                                    written to watermark.json)
           --max-pixels N|WxH        refuse video with larger pictures, exit 16 (default 8192x8192;
                                     each side at most 8192 or the square root of N)
           --force                   replace an existing DIR and key file once the new output is complete;
@@ -61,7 +67,8 @@ enum PackageCommand {
         .init("key-id"), .init("key-file"),
         .init("key-uri"), .init("key-format"), .init("segment-duration"), .init("audio-format"),
         .init("still-duration"), .init("force", .flag), .init("json", .flag), .init("quiet", .flag),
-        .init("max-pixels"), .init("key-period"), .init("flicker", .optionalValue),
+        .init("max-pixels"), .init("key-period"), .init("flicker", .optionalValue), .init("watermark"),
+        .init("watermark-key"),
     ]
 
     static func run(_ arguments: [String]) throws(CLIError) -> ExitCode {
@@ -138,6 +145,8 @@ enum PackageCommand {
             text.allSatisfy(\.isASCII) && text.allSatisfy(\.isNumber)
                 ? Int(text).flatMap { (1...100_000).contains($0) ? $0 : nil } : nil
         }
+        options.watermark = try parsed.parsed("watermark", as: "ab", WatermarkScheme.init)
+        options.watermarkKey = try parsed.parsed("watermark-key", as: "32 hex digits", hex16)
         options.force = parsed.has("force")
         options.maxPixels = try maxPixels(parsed)
         if options.encryption == .none { options.keyFile = nil }

@@ -122,12 +122,15 @@ public final class Encoder {
     public var frameSize: Int { fixedFrameSize }
 
     /// Encodes `frame` (pts in `timeBase`), or drains the encoder when `frame` is nil, and calls `emit`
-    /// with each packet produced. The packet is reused after `emit` returns.
-    public func encode(_ frame: Frame?, _ emit: (Packet) throws -> Void) throws {
+    /// with each packet produced. The packet is reused after `emit` returns. `forceKeyFrame` asks a
+    /// video encoder for a key frame here (`pict_type` I; libx264 makes it an IDR with `forced-idr`).
+    public func encode(_ frame: Frame?, forceKeyFrame: Bool = false, _ emit: (Packet) throws -> Void) throws {
         if fixedFrameSize > 0, let fifo {
             try encodeThroughFIFO(frame, fifo, emit)
         } else {
-            if isVideo, let frame { frame.pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE }
+            if isVideo, let frame {
+                frame.pointer.pointee.pict_type = forceKeyFrame ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
+            }
             try sendAndDrain(frame?.pointer, emit)
         }
     }

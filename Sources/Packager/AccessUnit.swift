@@ -13,6 +13,8 @@ struct AccessUnit {
     var duration: Int64
     /// True for an IDR picture (a segment may start here) and for every audio frame.
     var isRandomAccess: Bool
+    /// With `--watermark ab`, which variant of the video this unit belongs to; nil otherwise.
+    var variant: WatermarkVariant? = nil
 
     /// Presentation end, 90 kHz.
     var end: Int64 { pts + duration }

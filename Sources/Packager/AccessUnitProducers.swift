@@ -26,6 +26,15 @@ extension AccessUnitProducer {
     func continueOutput(into units: inout [AccessUnit]) throws {}
 }
 
+extension Decoder {
+    /// Sends `packet` (nil to drain the decoder), calling `drain` to receive frames whenever the decoder
+    /// is full, and once more after: how the decoding producers feed their decoders.
+    func feed(_ packet: Packet?, drain: () throws -> Void) throws {
+        while try !send(packet) { try drain() }
+        try drain()
+    }
+}
+
 /// Packet timestamps as optionals.
 extension Packet {
     var optionalPTS: Int64? { pts == noTimestamp ? nil : pts }

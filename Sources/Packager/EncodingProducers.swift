@@ -41,13 +41,11 @@ final class AACTranscodeProducer: AccessUnitProducer {
     }
 
     func accept(_ packet: Packet, into units: inout [AccessUnit]) throws {
-        while try !decoder.send(packet) { try drainDecoder(into: &units) }
-        try drainDecoder(into: &units)
+        try decoder.feed(packet) { try drainDecoder(into: &units) }
     }
 
     func finish(into units: inout [AccessUnit]) throws {
-        _ = try decoder.send(nil)
-        try drainDecoder(into: &units)
+        try decoder.feed(nil) { try drainDecoder(into: &units) }
         if let rest = try resampler.drain() { try encode(rest, into: &units) }
         try encoder.encode(nil) { packet in try self.emit(packet, into: &units) }
     }

@@ -28,6 +28,9 @@ final class FragmentedOutput {
     let directory: String
     let writer: BackgroundWriter
     private let aes128: (key: [UInt8], iv: [UInt8])?
+    /// The watermark variant this output writes (`--watermark ab`): its segments are then named
+    /// `NAME_00000.a.m4s` or `.b.m4s`, beside one init segment.
+    var variant: WatermarkVariant?
     /// The job's key periods when keys rotate: under AES-128 each segment then takes its period's key.
     var ring: KeyRing?
     private var samples: [FragmentSample] = []
@@ -61,8 +64,13 @@ final class FragmentedOutput {
     /// The file name of segment `index`.
     func segmentURI(_ index: Int) -> String {
         let number = String(index)
-        return "\(name)_\(String(repeating: "0", count: max(0, 5 - number.count)))\(number).m4s"
+        return "\(name)_\(String(repeating: "0", count: max(0, 5 - number.count)))\(number)\(tag).m4s"
     }
+
+    /// The DASH media template of the segment names.
+    var mediaTemplate: String { "\(name)_$Number%05d$\(tag).m4s" }
+
+    private var tag: String { variant.map { "." + $0.rawValue } ?? "" }
 
     /// A 90 kHz time in the track's timescale.
     func ticks(_ time: Int64) -> Int64 {

@@ -51,6 +51,17 @@ struct FragmentedPackagingRun {
             outputs.append(output)
             outputOfSlot[slot] = output
         }
+        // --watermark: variant B of the video in a second output of the same name, sharing A's init segment.
+        var variantB: FragmentedOutput? = nil
+        if options.watermark != nil, plan.video != nil, let video = outputOfSlot[0] {
+            video.variant = .a
+            let other = FragmentedOutput(
+                name: video.name, slot: 0, timescale: video.timescale, directory: directory.temporary, writer: writer,
+                aes128: aes128)
+            other.ring = keys.ring
+            other.variant = .b
+            variantB = other
+        }
 
         let ciphers = scheme.map { PeriodCiphers(scheme: $0, ring: keys.ring) }
         var ivCounter = keys.iv.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
@@ -59,11 +70,13 @@ struct FragmentedPackagingRun {
             return (0..<8).map { UInt8(truncatingIfNeeded: ivCounter >> (56 - 8 * $0)) }
         }
         var builder = VideoSampleConversion(codec: plan.video?.codec ?? .h264)
+        var builderB = builder
         let target = Int64((options.segmentDuration * 90_000).rounded())
         var lastReported = -1.0
         while case (let slot, let unit)? = try reader.next() {
             if cancellation?.isCancelled == true { throw PackagingError(.cancelled, "packaging was cancelled") }
-            let output = outputOfSlot[slot]!
+            let isB = unit.variant == .b
+            let output = isB ? variantB! : outputOfSlot[slot]!
             let planned = streams[slot]
             if let start = output.openStart, unit.pts - start >= target - Self.cutTolerance,
                 planned.codec.isAudio || unit.isRandomAccess
@@ -76,7 +89,10 @@ struct FragmentedPackagingRun {
                 let start = buffer.count
                 let units: [(size: Int, clear: Int)]
                 do {
-                    units = try builder.append(bytes: unit.bytes, nalUnits: unit.nalUnits, to: buffer)
+                    units =
+                        isB
+                        ? try builderB.append(bytes: unit.bytes, nalUnits: unit.nalUnits, to: buffer)
+                        : try builder.append(bytes: unit.bytes, nalUnits: unit.nalUnits, to: buffer)
                 } catch {
                     throw PackagingError(
                         error.kind == .unsupported ? .unsupportedCodec : .inputCorrupt,
@@ -84,7 +100,7 @@ struct FragmentedPackagingRun {
                             + "cannot be packaged: \(error)")
                 }
                 if output.track == nil {
-                    output.track = try videoTrack(builder: builder, detail: details[slot])
+                    output.track = try videoTrack(builder: isB ? builderB : builder, detail: details[slot])
                 }
                 var record = FragmentSample(
                     size: buffer.count - start, duration: 0, compositionOffset: UInt32(clamping: unit.pts - unit.dts),
@@ -146,7 +162,25 @@ struct FragmentedPackagingRun {
             try output.writeInitSegment()
             try writePeriodInitSegments(output)
         }
-        return try publish(outputs: outputs, details: details)
+        if let variantB, let video = outputOfSlot[0] {
+            try variantB.cut(nextDecodeTime: nil)
+            try Self.checkVariantsAlign(video, variantB)
+        }
+        return try publish(outputs: outputs, details: details, variantB: variantB)
+    }
+
+    /// Fails the job unless both variants have the same segments (decoding times and durations) and the
+    /// same init segment, which they share.
+    static func checkVariantsAlign(_ a: FragmentedOutput, _ b: FragmentedOutput) throws(PackagingError) {
+        let first = a.segments.map { [$0.decodeTime, $0.ticks] }
+        let second = b.segments.map { [$0.decodeTime, $0.ticks] }
+        let sameInit = a.track.map(FragmentedMP4Writer.initSegment) == b.track.map(FragmentedMP4Writer.initSegment)
+        guard first == second, sameInit else {
+            throw PackagingError(
+                .outputFailed,
+                "the watermark variants do not line up: A has \(first.count) segments, B \(second.count), and their "
+                    + (sameInit ? "timing differs" : "parameter sets differ"))
+        }
     }
 
     private static func seconds(_ pts: Int64) -> String {
@@ -220,8 +254,8 @@ struct FragmentedPackagingRun {
         return keys.keyLine(method: method, iv: iv)
     }
 
-    private func publish(outputs: [FragmentedOutput], details: [StreamDetails]) throws(PackagingError)
-        -> PackagingResult
+    private func publish(outputs: [FragmentedOutput], details: [StreamDetails], variantB: FragmentedOutput?)
+        throws(PackagingError) -> PackagingResult
     {
         let plan = reader.plan
         var playlists: [(name: String, playlist: MediaPlaylist)] = []
@@ -285,10 +319,16 @@ struct FragmentedPackagingRun {
                         language: isVideo ? nil : Languages.tag(streams[output.slot].source.language),
                         timescale: output.timescale,
                         presentationTimeOffset: UInt64(output.ticks(TimestampMapper.startOffset)),
-                        initialization: output.initURI, media: output.name + "_$Number%05d$.m4s",
+                        initialization: output.initURI, media: output.mediaTemplate,
                         segments: output.segments.map { ($0.decodeTime, $0.ticks) }))
             }
             try write(manifest.render(), to: "manifest.mpd")
+        }
+        if let key = options.watermarkKey, variantB != nil {
+            let manifest = WatermarkManifest(
+                key: key, blockSize: WatermarkPattern.blockSize, playlists: [outputs[0].name + ".m3u8"],
+                segmentDuration: options.segmentDuration)
+            try write(manifest.rendered(), to: WatermarkManifest.fileName)
         }
 
         let packaged = PackagingSummary.packagedStreams(
@@ -301,7 +341,9 @@ struct FragmentedPackagingRun {
             key: encrypted ? keys.key : nil, iv: encrypted && options.encryption != .cenc ? keys.iv : nil,
             keyURI: keys.uri, encryption: options.encryption, streams: packaged,
             segmentCount: outputs.reduce(0) { $0 + $1.segments.count }, duration: duration,
-            bytesWritten: outputs.reduce(0) { $0 + $1.segments.reduce(0) { $0 + $1.bytes } }, notices: [])
+            bytesWritten: (outputs + (variantB.map { [$0] } ?? [])).reduce(0) {
+                $0 + $1.segments.reduce(0) { $0 + $1.bytes }
+            }, notices: [])
     }
 
     /// Peak and average bit rates of a track's segments.

@@ -20,6 +20,8 @@ struct FragmentedVerification {
     var periods: KeyPeriodCheck?
     /// Each playlist's EXT-X-MAP lines (line number, URI), one per key period in rotated output.
     var segmentMaps: [String: [(line: Int, uri: String)]] = [:]
+    /// The pattern and segment duration of a `--watermark` output, to encode its variants again.
+    var watermark: (pattern: WatermarkPattern, segmentDuration: Double)?
 
     /// True when the first media playlist `master.m3u8` names has an EXT-X-MAP: CMAF output.
     static func isFragmented(_ directory: String) -> Bool {
@@ -134,10 +136,20 @@ struct FragmentedVerification {
             try resolveKey(playlists.flatMap { $0.playlist.keyLines.map(\.dictionary) }, method: method)
         }
 
+        // A --watermark output: its pattern, to encode the variants again from the source.
+        var manifest: WatermarkManifest? = nil
+        do {
+            manifest = try WatermarkManifest.load(from: directory)
+            watermark = try manifest?.source
+            if let manifest { report.notes.append(manifest.verificationNote) }
+        } catch {
+            problem(error.message)
+        }
         var layout: OutputLayout? = nil
         if let source {
             do {
-                let reader = try SourceReader(path: source, stillFrames: 250, stillGOP: 150, maxPixels: maxPixels)
+                let reader = try SourceReader(
+                    path: source, stillFrames: 250, stillGOP: 150, maxPixels: maxPixels, watermark: watermark)
                 layout = OutputLayout(
                     hasVideo: reader.plan.video != nil, audioCount: reader.plan.audio.count, separateAudio: true)
             } catch {
@@ -151,7 +163,17 @@ struct FragmentedVerification {
         }
         for entry in playlists {
             let slot = layout?.playlists.first { $0.name + ".m3u8" == entry.name }?.slots.first
-            try verifyTrack(entry.name, entry.playlist, map: entry.map, method: method, slot: slot)
+            guard manifest?.playlists.contains(entry.name) == true else {
+                try verifyTrack(entry.name, entry.playlist, map: entry.map, method: method, slot: slot)
+                continue
+            }
+            // A playlist with variants is checked twice: as listed (A), then with every segment's B file.
+            try verifyTrack(entry.name, entry.playlist, map: entry.map, method: method, slot: slot, variant: .a)
+            var problems: [String] = []
+            let other = WatermarkManifest.variantB(of: entry.playlist, name: entry.name) { problems.append($0) }
+            for text in problems { problem(text) }
+            try verifyTrack(
+                entry.name + " (variant B)", other, map: entry.map, method: method, slot: slot, variant: .b)
         }
         if method != "AES-128" && periods == nil && !FileManager.default.fileExists(atPath: directory + "/manifest.mpd")
         {
@@ -286,7 +308,8 @@ struct FragmentedVerification {
     }
 
     private mutating func verifyTrack(
-        _ name: String, _ playlist: ParsedMediaPlaylist, map: String, method: String, slot: Int?
+        _ name: String, _ playlist: ParsedMediaPlaylist, map: String, method: String, slot: Int?,
+        variant: WatermarkVariant? = nil
     ) throws(VerificationError) {
         guard let initBytes = read(map, limit: VerificationRun.playlistLimit) else { return }
         var info: TrackInfo
@@ -324,9 +347,13 @@ struct FragmentedVerification {
         var expected: ExpectedSamples? = nil
         if let source, let slot {
             do {
-                expected = try ExpectedSamples(source: source, slot: slot, maxPixels: maxPixels)
+                expected = try ExpectedSamples(
+                    source: source, slot: slot, maxPixels: maxPixels, watermark: watermark, variant: variant)
                 check.framesEqual = 0
-                check.comparison = "bit-exact copy"
+                check.comparison =
+                    variant.map {
+                        "against a deterministic libx264 re-encode with variant \($0.rawValue.uppercased())'s watermark"
+                    } ?? "bit-exact copy"
             } catch {
                 throw VerificationError(
                     kind: .source, sourceKind: error.kind, message: "cannot read the source: \(error.message)")
@@ -665,9 +692,17 @@ struct ExpectedSamples {
     /// Samples handed out so far.
     private(set) var produced = 0
 
-    init(source: String, slot: Int, maxPixels: Int) throws(PackagingError) {
-        reader = try SourceReader(path: source, stillFrames: 250, stillGOP: 150, maxPixels: maxPixels)
+    /// The watermark variant handed out when the source is read with `watermark`.
+    private let variant: WatermarkVariant?
+
+    init(
+        source: String, slot: Int, maxPixels: Int,
+        watermark: (pattern: WatermarkPattern, segmentDuration: Double)? = nil, variant: WatermarkVariant? = nil
+    ) throws(PackagingError) {
+        reader = try SourceReader(
+            path: source, stillFrames: 250, stillGOP: 150, maxPixels: maxPixels, watermark: watermark)
         self.slot = slot
+        self.variant = variant
         builder = VideoSampleConversion(codec: reader.plan.streams[slot].codec)
     }
 
@@ -675,7 +710,7 @@ struct ExpectedSamples {
     mutating func next() throws(PackagingError) -> [UInt8]? {
         while queue.isEmpty {
             guard let (unitSlot, unit) = try reader.next() else { return nil }
-            guard unitSlot == slot else { continue }
+            guard unitSlot == slot, unit.variant == nil || unit.variant == variant else { continue }
             do {
                 if !reader.plan.streams[slot].codec.isAudio {
                     queue.append(try builder.sample(bytes: unit.bytes, nalUnits: unit.nalUnits).bytes)

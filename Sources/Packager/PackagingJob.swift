@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import MediaFormats
 
@@ -36,10 +37,13 @@ public struct PackagingJob: Sendable {
         let stillFrames = max(1, Int((options.stillDuration * rate).rounded()))
         // A GOP no longer than the video, so the verifier can tell it from the I-frame playlist.
         let stillGOP = min(stillFrames, max(1, Int((options.segmentDuration * rate).rounded())))
+        let pattern = try watermarkPattern()
         let reader = try SourceReader(
             path: options.input, stillFrames: stillFrames, stillGOP: stillGOP, maxPixels: options.maxPixels,
-            flicker: options.flicker)
-        let (options, containerNotices) = try Self.container(for: reader.plan, options: options)
+            flicker: options.flicker, watermark: pattern.map { ($0, self.options.segmentDuration) })
+        var keyed = self.options
+        keyed.watermarkKey = pattern?.key
+        let (options, containerNotices) = try Self.container(for: reader.plan, options: keyed)
         try Self.checkFMP4Options(options)
         for text in containerNotices { notice?(text) }
         var notices: [String] = []
@@ -132,6 +136,18 @@ public struct PackagingJob: Sendable {
         }
     }
 
+    /// The watermark pattern under `--watermark-key`, or a key from OpenSSL's RNG; nil without
+    /// `--watermark`.
+    private func watermarkPattern() throws(PackagingError) -> WatermarkPattern? {
+        guard options.watermark != nil else { return nil }
+        if let key = options.watermarkKey { return try WatermarkPattern(key: key) }
+        do {
+            return try WatermarkPattern(key: SecureRandom.bytes(16))
+        } catch {
+            throw PackagingError(.outputFailed, "cannot draw a watermark key: \(error)")
+        }
+    }
+
     private func validate() throws(PackagingError) {
         guard options.segmentDuration.isFinite, options.segmentDuration >= 1, options.segmentDuration <= 60 else {
             throw PackagingError(.invalidOptions, "the segment duration must be between 1 and 60 seconds")
@@ -161,6 +177,13 @@ public struct PackagingJob: Sendable {
                 throw PackagingError(
                     .invalidOptions, "the license URL must be an http(s) URL without spaces or control characters")
             }
+        }
+        if options.watermarkKey != nil && options.watermark == nil {
+            throw PackagingError(.invalidOptions, "--watermark-key is the key of --watermark ab: give both, or neither")
+        }
+        if options.watermark != nil && options.flicker != nil {
+            throw PackagingError(
+                .invalidOptions, "--watermark ab marks segments of a video, and --flicker makes one of a still image")
         }
         if options.container == .fragmentedMP4 && options.audioFormat == .packed {
             throw PackagingError(
@@ -244,11 +267,21 @@ private struct PackagingRun {
         var outputs: [SegmentedOutput] = []
         var outputOfSlot: [Int: Int] = [:]
         var renditions: [Int: RenditionScheduler] = [:]
+        // With --watermark the audio is a rendition of its own, so that one copy serves both variants.
         let layout = OutputLayout(
-            hasVideo: hasVideo, audioCount: plan.audio.count, separateAudio: options.audioFormat == .packed)
+            hasVideo: hasVideo, audioCount: plan.audio.count,
+            separateAudio: options.audioFormat == .packed || options.watermark != nil)
+        var variantB: SegmentedOutput? = nil
         for playlist in layout.playlists {
             let output = try makeOutput(playlist.name, playlist.slots)
             output.ring = keys.ring
+            if options.watermark != nil && playlist.slots == [0] && hasVideo {
+                output.variant = .a
+                let other = try makeOutput(playlist.name, playlist.slots)
+                other.ring = keys.ring
+                other.variant = .b
+                variantB = other
+            }
             outputs.append(output)
             for slot in playlist.slots { outputOfSlot[slot] = outputs.count - 1 }
             if playlist.isRendition && hasVideo {
@@ -263,13 +296,17 @@ private struct PackagingRun {
                 if cancellation?.isCancelled == true { throw PackagingError(.cancelled, "packaging was cancelled") }
                 let output = outputs[outputOfSlot[slot]!]
                 if slot == 0 && hasVideo {
-                    if unit.isRandomAccess, let start = output.openSegmentStart,
+                    // Variant B's segments are cut by the same rule at the same (forced) IDR pictures.
+                    let video = unit.variant == .b ? variantB! : output
+                    if unit.isRandomAccess, let start = video.openSegmentStart,
                         unit.pts - start >= target - PackagingRun.cutTolerance
                     {
-                        try output.cut(at: unit.pts)
-                        for key in renditions.keys.sorted() { try renditions[key]!.announce(cut: unit.pts) }
+                        try video.cut(at: unit.pts)
+                        if video === output {
+                            for key in renditions.keys.sorted() { try renditions[key]!.announce(cut: unit.pts) }
+                        }
                     }
-                    try output.write(&unit, slot: slot)
+                    try video.write(&unit, slot: slot)
                 } else if renditions[slot] != nil {
                     try renditions[slot]!.add(unit)
                 } else {
@@ -293,11 +330,14 @@ private struct PackagingRun {
             }
             for key in renditions.keys.sorted() { try renditions[key]!.flush() }
             for output in outputs { try output.finish() }
+            try variantB?.finish()
         } catch {
             for output in outputs { output.abandon() }
+            variantB?.abandon()
             throw error
         }
-        return try publishPlaylists(outputs: outputs, details: details)
+        if let variantB { try Self.checkVariantsAlign(outputs[0], variantB) }
+        return try publishPlaylists(outputs: outputs, details: details, variantB: variantB)
     }
 
     /// The key line before segment `index` of a playlist: at the start of each key period under SAMPLE-AES
@@ -314,9 +354,22 @@ private struct PackagingRun {
         }
     }
 
-    private func publishPlaylists(outputs: [SegmentedOutput], details: [StreamDetails]) throws(PackagingError)
-        -> PackagingResult
-    {
+    /// Fails the job unless both variants have the same segments, starts and ends: what the gateway's
+    /// mixing of variants relies on.
+    static func checkVariantsAlign(_ a: SegmentedOutput, _ b: SegmentedOutput) throws(PackagingError) {
+        let first = a.segments.map { [$0.start, $0.end] }
+        let second = b.segments.map { [$0.start, $0.end] }
+        guard first == second else {
+            throw PackagingError(
+                .outputFailed,
+                "the watermark variants do not line up: A has \(first.count) segments, B \(second.count), and their "
+                    + "start and end times differ")
+        }
+    }
+
+    private func publishPlaylists(
+        outputs: [SegmentedOutput], details: [StreamDetails], variantB: SegmentedOutput?
+    ) throws(PackagingError) -> PackagingResult {
         let plan = reader.plan
         var playlists: [(name: String, playlist: MediaPlaylist)] = []
         for output in outputs {
@@ -332,7 +385,8 @@ private struct PackagingRun {
             playlists.append((output.name + ".m3u8", playlist))
         }
         var iFramePlaylist: MediaPlaylist? = nil
-        if let video = outputs.first, plan.video != nil, options.encryption != .aes128 {
+        // With --watermark no I-frame playlist: its byte ranges would name one variant's IDR pictures.
+        if let video = outputs.first, plan.video != nil, options.encryption != .aes128, variantB == nil {
             var playlist = MediaPlaylist()
             playlist.iFramesOnly = true
             let segmentIndex = Dictionary(video.segments.enumerated().map { ($1.uri, $0) }) { first, _ in first }
@@ -406,6 +460,12 @@ private struct PackagingRun {
                     uri: "iframes.m3u8"))
         }
         try write(master.render(), to: "master.m3u8")
+        if let key = options.watermarkKey, variantB != nil {
+            let manifest = WatermarkManifest(
+                key: key, blockSize: WatermarkPattern.blockSize, playlists: [outputs[0].name + ".m3u8"],
+                segmentDuration: options.segmentDuration)
+            try write(manifest.rendered(), to: WatermarkManifest.fileName)
+        }
 
         // The result.
         let packaged = PackagingSummary.packagedStreams(
@@ -422,7 +482,10 @@ private struct PackagingRun {
             key: options.encryption == .none ? nil : keys.key, iv: options.encryption == .none ? nil : keys.iv,
             keyURI: keys.uri, encryption: options.encryption, streams: packaged,
             segmentCount: outputs.reduce(0) { $0 + $1.segments.count }, duration: Double(end - start) / 90_000,
-            bytesWritten: outputs.reduce(0) { $0 + $1.segments.reduce(0) { $0 + $1.bytes } }, notices: [])
+            bytesWritten: (outputs + (variantB.map { [$0] } ?? [])).reduce(0) {
+                $0 + $1.segments.reduce(0) { $0 + $1.bytes }
+            },
+            notices: [])
     }
 
     private func write(_ text: String, to name: String) throws(PackagingError) {

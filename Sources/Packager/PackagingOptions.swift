@@ -40,6 +40,13 @@ public enum AudioSegmentFormat: String, Sendable, CaseIterable {
     case packed
 }
 
+/// A forensic watermark the packager can put in the video.
+public enum WatermarkScheme: String, Sendable, CaseIterable {
+    /// Two variants of every video segment, A with a keyed luma pattern added and B with it subtracted
+    /// (`WatermarkPattern`); a gateway serves each session its own sequence of variants.
+    case ab
+}
+
 /// What a packaging job is asked to do; a value, so it crosses threads and can be logged (it holds no
 /// key unless the caller supplies one).
 public struct PackagingOptions: Sendable, Equatable {
@@ -90,6 +97,12 @@ public struct PackagingOptions: Sendable, Equatable {
     /// refused (`unsupportedCodec`) before any decoder allocates for it. The gateway's packaging jobs run
     /// in its process with this default, which bounds what a hostile header can make them allocate.
     public var maxPixels = 8192 * 8192
+    /// The forensic watermark (`--watermark ab`), or nil for none.
+    public var watermark: WatermarkScheme?
+    /// The 16-byte key of the watermark pattern (`--watermark-key`), or nil to draw one from OpenSSL's
+    /// RNG; it is written to the output's `watermark.json` (it is no secret from the operator: the
+    /// gateway's per-session codeword key is).
+    public var watermarkKey: [UInt8]?
 
     /// Options to package `input` into `output` with the defaults.
     public init(input: String, output: String) {

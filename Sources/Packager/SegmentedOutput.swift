@@ -60,6 +60,9 @@ final class SegmentedOutput {
     private let packedExtension: String?
     private var protection: Protection
     private var sampleAES: SampleAESCipher?
+    /// The watermark variant this output writes (`--watermark ab`): its segments are then named
+    /// `NAME_00000.a.ts` or `.b.ts`.
+    var variant: WatermarkVariant?
     /// The job's key periods when keys rotate (`--key-period`): each segment is then encrypted under its
     /// period's key and IV.
     var ring: KeyRing?
@@ -251,7 +254,8 @@ final class SegmentedOutput {
     private func segmentURI(_ index: Int) -> String {
         let number = String(index)
         let padded = String(repeating: "0", count: max(0, 5 - number.count)) + number
-        return "\(name)_\(padded).\(packedExtension ?? "ts")"
+        let tag = variant.map { "." + $0.rawValue } ?? ""
+        return "\(name)_\(padded)\(tag).\(packedExtension ?? "ts")"
     }
 
     /// Switches the encryption to the key of the period segment `index` is in, when keys rotate.

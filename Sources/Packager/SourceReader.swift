@@ -51,10 +51,13 @@ final class SourceReader {
 
     /// Opens `path` and plans it; `stillFrames` and `stillGOP` shape the video made from a still image,
     /// and `flicker` makes it flicker over that area (refused for any other input). Video with pictures
-    /// over `maxPixels` is refused before any decoder allocates for it.
-    init(path: String, stillFrames: Int, stillGOP: Int, maxPixels: Int, flicker: FlickerArea? = nil)
-        throws(PackagingError)
-    {
+    /// over `maxPixels` is refused before any decoder allocates for it. `watermark` re-encodes H.264
+    /// video as the two variants of `WatermarkProducer`, for segments of that duration (refused for
+    /// input without H.264 video).
+    init(
+        path: String, stillFrames: Int, stillGOP: Int, maxPixels: Int, flicker: FlickerArea? = nil,
+        watermark: (pattern: WatermarkPattern, segmentDuration: Double)? = nil
+    ) throws(PackagingError) {
         try InputCheck.preflight(path)
         let opened: InputContext
         do {
@@ -88,6 +91,7 @@ final class SourceReader {
             throw PackagingError(
                 .invalidOptions, "--flicker makes a flickering video of a still image, and \(path) is not one")
         }
+        if watermark != nil { try Self.checkWatermarkable(plan, path: path) }
         duration = opened.durationSeconds
         startTime = opened.startSeconds
         let offset = TimestampMapper.startOffset - Int64((startTime * 90_000).rounded())
@@ -97,6 +101,10 @@ final class SourceReader {
             let producer: any AccessUnitProducer
             do {
                 switch planned.handling {
+                case .copyH264 where watermark != nil:
+                    producer = try WatermarkProducer(
+                        input: opened, stream: planned.source, timeBase: info.timeBase, offset: offset,
+                        pattern: watermark!.pattern, segmentDuration: watermark!.segmentDuration)
                 case .copyH264:
                     producer = try H264Producer(
                         stream: planned.source, timeBase: info.timeBase, offset: offset,
@@ -125,6 +133,28 @@ final class SourceReader {
             producers[planned.source.index] = (slot, producer)
         }
         try readAhead()
+    }
+
+    /// Refuses a plan `--watermark ab` cannot mark: no video, a still image, HEVC.
+    static func checkWatermarkable(_ plan: StreamPlan, path: String) throws(PackagingError) {
+        guard let video = plan.video else {
+            throw PackagingError(
+                .invalidOptions,
+                "--watermark ab marks the video, and \(path) has none (audio only): leave --watermark out")
+        }
+        switch video.handling {
+        case .copyH264: return
+        case .encodeStill:
+            throw PackagingError(
+                .invalidOptions,
+                "--watermark ab marks segments of a video, and \(path) is a still image: leave --watermark out")
+        default:
+            throw PackagingError(
+                .unsupportedCodec,
+                "--watermark ab re-encodes H.264 video with libx264, and the video of \(path) is "
+                    + "\(video.source.codecName): convert it to H.264 first (ffmpeg -i IN -c:v libx264 -crf 16 OUT.mp4)"
+            )
+        }
     }
 
     /// Reads until every stream has produced an access unit (or the input ends), then fills `details`.

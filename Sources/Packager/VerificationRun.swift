@@ -162,12 +162,14 @@ struct VerificationRun {
             let iFrames = iFrameNames.first.flatMap { playlists[$0] }?.segments ?? []
             stillParameters.gop = iFrames.count >= 2 ? frames(iFrames[0].duration) : stillParameters.frames
         }
+        // A --watermark output: its pattern, to encode the variants again from the source.
+        let marked = watermark()
         var plan: StreamPlan? = nil
         if let source {
             do {
                 let reader = try SourceReader(
                     path: source, stillFrames: stillParameters.frames, stillGOP: stillParameters.gop,
-                    maxPixels: maxPixels)
+                    maxPixels: maxPixels, watermark: marked?.source)
                 plan = reader.plan
                 layout = OutputLayout(
                     hasVideo: reader.plan.video != nil, audioCount: reader.plan.audio.count,
@@ -189,19 +191,31 @@ struct VerificationRun {
         for name in mediaNames where !iFrameSet.contains(name) {
             guard let playlist = playlists[name] else { continue }
             let slots = layout?.playlists.first { $0.name + ".m3u8" == name }?.slots
-            var expected: ExpectedAccessUnits? = nil
-            if let source, let plan, let slots {
-                do {
-                    let reader = try SourceReader(
-                        path: source, stillFrames: stillParameters.frames, stillGOP: stillParameters.gop,
-                        maxPixels: maxPixels)
-                    expected = ExpectedAccessUnits(reader: reader, slots: slots, plan: plan)
-                } catch {
-                    throw VerificationError(
-                        kind: .source, sourceKind: error.kind, message: "cannot read the source: \(error.message)")
+            // A playlist with variants is checked twice: as listed (A), then with every segment's B file.
+            let variants: [WatermarkVariant?] =
+                marked?.manifest.playlists.contains(name) == true ? [.a, .b] : [nil]
+            for variant in variants {
+                var expected: ExpectedAccessUnits? = nil
+                if let source, let plan, let slots {
+                    do {
+                        let reader = try SourceReader(
+                            path: source, stillFrames: stillParameters.frames, stillGOP: stillParameters.gop,
+                            maxPixels: maxPixels, watermark: marked?.source)
+                        expected = ExpectedAccessUnits(reader: reader, slots: slots, plan: plan, variant: variant)
+                    } catch {
+                        throw VerificationError(
+                            kind: .source, sourceKind: error.kind, message: "cannot read the source: \(error.message)")
+                    }
                 }
+                guard variant == .b else {
+                    verifyMediaPlaylist(name: name, playlist, expected: expected, slots: slots)
+                    continue
+                }
+                var problems: [String] = []
+                let other = WatermarkManifest.variantB(of: playlist, name: name) { problems.append($0) }
+                for text in problems { problem(text) }
+                verifyMediaPlaylist(name: name + " (variant B)", other, expected: expected, slots: slots)
             }
-            verifyMediaPlaylist(name: name, playlist, expected: expected, slots: slots)
         }
         if let failure = sourceFailure {
             throw VerificationError(
@@ -213,6 +227,21 @@ struct VerificationRun {
         checkMaster(master, playlists: playlists)
         report.method = method
         return report
+    }
+
+    /// The output's `watermark.json` and the pattern it names, or nil when it has none; a manifest that
+    /// does not parse is a problem.
+    private mutating func watermark() -> (
+        manifest: WatermarkManifest, source: (pattern: WatermarkPattern, segmentDuration: Double)
+    )? {
+        do throws(PackagingError) {
+            guard let manifest = try WatermarkManifest.load(from: directory) else { return nil }
+            report.notes.append(manifest.verificationNote)
+            return (manifest, try manifest.source)
+        } catch {
+            problem(error.message)
+            return nil
+        }
     }
 
     // MARK: Playlist rules
