@@ -80,7 +80,7 @@ enum ServeCommand {
             let source = try checkKEK(configuration)
             let watermarkSource = try secret(watermarkKeySource(configuration), check: true).source
             print(
-                "configuration ok: listen \(configuration.host):\(configuration.port), data \(configuration.dataDirectory), store \(configuration.storeLocation), kek \(source), watermark key \(watermarkSource)"
+                "configuration ok: listen \(configuration.host):\(configuration.port), data \(configuration.dataDirectory), store \(configuration.storeLocation), watermark key \(watermarkSource), kek \(source)"
             )
             return .success
         }

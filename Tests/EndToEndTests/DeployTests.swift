@@ -14,6 +14,7 @@ import Testing
         ])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("listen 127.0.0.1:8080, data /var/lib/guardplay"))
+        #expect(result.stdout.contains(", watermark key /var/lib/guardplay/watermark-key (created on start), kek "))
     }
 
     @Test func theSystemdUnitVerifiesAndRunsTheConfigurationCheck() throws {
