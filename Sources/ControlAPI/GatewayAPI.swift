@@ -7,7 +7,8 @@ public enum GatewayAPI {
     public static func routes(gateway: Gateway, state: ServiceState, publicURL: String?) -> [Route] {
         OpsRoutes.routes(state: state, metrics: gateway.metrics, unready: { gateway.unreadyReason })
             + SessionRoutes.routes(gateway: gateway, publicURL: publicURL)
-            + MediaRoutes.routes(gateway: gateway) + AssetRoutes.routes(gateway: gateway)
+            + MediaRoutes.routes(gateway: gateway) + WatermarkRoutes.routes(gateway: gateway)
+            + AssetRoutes.routes(gateway: gateway)
             + JobRoutes.routes(gateway: gateway) + WebPlayerRoutes.routes(gateway: gateway)
     }
 

@@ -80,10 +80,22 @@ enum MediaRoutes {
         guard let file = gateway.file(asset: asset, name: name), !file.isPlaylist else {
             throw APIProblem.notFound("No file '\(printable(name))' in asset '\(asset)'.")
         }
-        var headers = HTTPHeaders([
-            ("Content-Type", file.contentType), ("Cache-Control", "public, max-age=31536000, immutable"),
-            ("Accept-Ranges", "bytes"),
-        ])
+        switch gateway.refusesDirectVariant(asset: asset, name: name, remote: context.request.remoteAddress) {
+        case nil: return fileResponse(file, context: context)
+        case .rateLimited?: return AccessRefusal.rateLimited.problem(retryAfter: gateway.refusalRetryAfter).response()
+        case let refusal?: throw APIProblem(refusal.status, refusal.rawValue, refusal.title, refusal.detail)
+        }
+    }
+
+    /// `file` (or the range of it the request asks for), cacheable, with `headers` added.
+    static func fileResponse(_ file: ServedFile, context: RequestContext, headers extra: [(String, String)] = [])
+        -> HTTPResponse
+    {
+        var headers = HTTPHeaders(
+            [
+                ("Content-Type", file.contentType), ("Cache-Control", "public, max-age=31536000, immutable"),
+                ("Accept-Ranges", "bytes"),
+            ] + extra)
         switch ByteRange.parse(context.request.headers["Range"], size: file.size) {
         case .whole:
             return HTTPResponse(

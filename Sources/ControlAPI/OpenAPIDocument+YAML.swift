@@ -493,6 +493,70 @@ extension OpenAPIDocument {
                   $ref: "#/components/responses/Problem"
                 default:
                   $ref: "#/components/responses/Problem"
+          /v1/wm/{asset}/{session}/{tag}/{name}:
+            get:
+              tags: [media]
+              operationId: getWatermarkedSegment
+              summary: "The session's variant of an A/B watermarked segment, by the path its media playlist names; any other tag (the other variant, another session's, a made-up one) is a 403 watermark-variant-refused."
+              security: []
+              parameters:
+                - $ref: "#/components/parameters/Asset"
+                - $ref: "#/components/parameters/WatermarkSession"
+                - $ref: "#/components/parameters/WatermarkTag"
+                - $ref: "#/components/parameters/FileName"
+                - $ref: "#/components/parameters/Range"
+              responses:
+                "200":
+                  $ref: "#/components/responses/WatermarkedSegment"
+                "206":
+                  $ref: "#/components/responses/WatermarkedSegment"
+                "400":
+                  $ref: "#/components/responses/Problem"
+                "403":
+                  $ref: "#/components/responses/Problem"
+                "404":
+                  $ref: "#/components/responses/Problem"
+                "416":
+                  $ref: "#/components/responses/Problem"
+                "429":
+                  $ref: "#/components/responses/Problem"
+                default:
+                  $ref: "#/components/responses/Problem"
+          /v1/wm/{asset}/{session}/{tag}/{dir}/{name}:
+            get:
+              tags: [media]
+              operationId: getWatermarkedSegmentInDirectory
+              summary: The session's variant of a watermarked segment one directory down inside the asset.
+              security: []
+              parameters:
+                - $ref: "#/components/parameters/Asset"
+                - $ref: "#/components/parameters/WatermarkSession"
+                - $ref: "#/components/parameters/WatermarkTag"
+                - name: dir
+                  in: path
+                  required: true
+                  schema:
+                    type: string
+                    pattern: "^[A-Za-z0-9_-]{1,64}$"
+                - $ref: "#/components/parameters/FileName"
+                - $ref: "#/components/parameters/Range"
+              responses:
+                "200":
+                  $ref: "#/components/responses/WatermarkedSegment"
+                "206":
+                  $ref: "#/components/responses/WatermarkedSegment"
+                "400":
+                  $ref: "#/components/responses/Problem"
+                "403":
+                  $ref: "#/components/responses/Problem"
+                "404":
+                  $ref: "#/components/responses/Problem"
+                "416":
+                  $ref: "#/components/responses/Problem"
+                "429":
+                  $ref: "#/components/responses/Problem"
+                default:
+                  $ref: "#/components/responses/Problem"
           /v1/assets:
             get:
               tags: [assets]
@@ -744,6 +808,22 @@ extension OpenAPIDocument {
               schema:
                 type: string
                 pattern: "^[A-Za-z0-9_-]{1,64}$"
+            WatermarkSession:
+              name: session
+              in: path
+              required: true
+              description: The session the playlist was made for.
+              schema:
+                type: string
+                pattern: "^[A-Za-z0-9_-]{1,64}$"
+            WatermarkTag:
+              name: tag
+              in: path
+              required: true
+              description: "Opaque: base64url of a truncated HMAC, under the gateway's watermarking key, of the session, the media playlist, the segment's position and the variant. It does not say which variant it is."
+              schema:
+                type: string
+                pattern: "^[A-Za-z0-9_-]{1,64}$"
             FileName:
               name: name
               in: path
@@ -847,6 +927,22 @@ extension OpenAPIDocument {
                 text/vtt:
                   schema:
                     type: string
+            WatermarkedSegment:
+              description: "One variant file of a watermarked segment (or, for 206, the requested bytes of it), cacheable; X-GuardPlay-Variant names the file, so a cache in front (deploy/nginx) keeps each variant once."
+              headers:
+                X-GuardPlay-Variant:
+                  description: "{asset}/{path of the variant file inside the asset}."
+                  schema:
+                    type: string
+              content:
+                video/mp2t:
+                  schema:
+                    type: string
+                    format: binary
+                video/iso.segment:
+                  schema:
+                    type: string
+                    format: binary
           schemas:
             ClearKeyLicenseRequest:
               type: object
@@ -1085,6 +1181,25 @@ extension OpenAPIDocument {
                   $ref: "#/components/schemas/Timestamp"
                 updatedAt:
                   $ref: "#/components/schemas/Timestamp"
+                watermark:
+                  $ref: "#/components/schemas/AssetWatermark"
+            AssetWatermark:
+              type: object
+              description: "Present when the asset has A/B watermarked renditions (watermark.json): how much viewing carries a session's whole codeword once."
+              required: [codewordBits, segmentSeconds, identifiesAfterSeconds]
+              properties:
+                codewordBits:
+                  type: integer
+                  minimum: 1
+                  description: "Coded bits per session codeword (extended BCH [64, 36, 12])."
+                segmentSeconds:
+                  type: number
+                  minimum: 0
+                  description: The watermarked playlists' mean segment duration.
+                identifiesAfterSeconds:
+                  type: number
+                  minimum: 0
+                  description: codewordBits × segmentSeconds.
             AssetPage:
               type: object
               required: [items]

@@ -29,7 +29,15 @@ enum Representation {
             "id": .string(asset.id), "denyKeysWhileCapturing": .bool(asset.denyKeysWhileCapturing),
             "master": asset.master.map { .string($0) }, "files": .number(Double(asset.fileCount)),
             "kids": .array(asset.kids.map { .string($0) }), "createdAt": date(asset.createdAt),
-            "updatedAt": date(asset.updatedAt),
+            "updatedAt": date(asset.updatedAt), "watermark": asset.watermark.map(watermark),
+        ])
+    }
+
+    static func watermark(_ summary: WatermarkSummary) -> JSON {
+        .object([
+            ("codewordBits", .number(Double(summary.codewordBits))),
+            ("segmentSeconds", .number(summary.segmentSeconds)),
+            ("identifiesAfterSeconds", .number(summary.identifiesAfterSeconds)),
         ])
     }
 

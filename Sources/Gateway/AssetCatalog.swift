@@ -34,6 +34,8 @@ struct ServedAsset: Sendable {
     let master: String?
     let kidsByURI: [String: String]
     let kids: [String]
+    /// The A/B watermark, when the asset has one.
+    var watermark: AssetWatermark? = nil
 }
 
 /// The assets the gateway serves, indexed in memory, with their content keys unwrapped once at load.
@@ -77,7 +79,7 @@ final class AssetCatalog: Sendable {
             record.denyKeysWhileCapturing = denyKeysWhileCapturing
             contents.assets[id] = ServedAsset(
                 record: record, files: served.files, playlists: served.playlists, master: served.master,
-                kidsByURI: served.kidsByURI, kids: served.kids)
+                kidsByURI: served.kidsByURI, kids: served.kids, watermark: served.watermark)
         }
     }
 
@@ -135,7 +137,8 @@ final class AssetCatalog: Sendable {
         for key in keys { if let uri = key.uri { kidsByURI[uri] = key.kid } }
         return ServedAsset(
             record: asset, files: files, playlists: playlists, master: master, kidsByURI: kidsByURI,
-            kids: keys.map(\.kid).sorted())
+            kids: keys.map(\.kid).sorted(),
+            watermark: try AssetWatermark.load(directory: asset.directory, files: files, playlists: playlists))
     }
 
     /// A file or directory name the catalog will index: `[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}`.

@@ -21,6 +21,8 @@ public struct AssetSummary: Sendable, Equatable {
     public let createdAt: Date
     /// When it last changed.
     public let updatedAt: Date
+    /// What its A/B watermark takes to identify a session, nil when it has none.
+    public var watermark: WatermarkSummary? = nil
 }
 
 /// A key to import with an asset.
@@ -62,10 +64,13 @@ public final class Gateway: Sendable {
     public let sessions: SessionRegistry
     /// Limits on open event streams.
     public let streams: StreamQuota
+    /// Which segment variants each session gets, under the watermarking key.
+    public let watermark: SessionWatermark
 
     let catalog = AssetCatalog()
     let keyRequests: Metrics.Family
     let licenseRequests: Metrics.Family
+    let watermarkRequests: Metrics.Family
     let audit: AuditLog
     let refusals: RefusalLimiter
     let signer: SessionTokenSigner
@@ -79,17 +84,22 @@ public final class Gateway: Sendable {
 
     /// A gateway over `store`, with session tokens signed by a key derived from `kek`; `engine` is
     /// the packager (nil in builds without one). The audit trail goes to `auditWriter` when given
-    /// (tests pass one that fails), to `store` otherwise.
+    /// (tests pass one that fails), to `store` otherwise. Sessions' watermark variants are chosen under
+    /// `watermarkKey` (32 bytes, `--watermark-key-file`), or when nil under a key derived from `kek`.
     public init(
         configuration: GatewayConfiguration, store: any Store, kek: KeyEncryptionKey, engine: (any PackagingEngine)?,
         clock: any GatewayClock = SystemClock(), auditWriter: (any AuditWriting)? = nil,
-        log: @escaping @Sendable (String) -> Void
+        watermarkKey: [UInt8]? = nil, log: @escaping @Sendable (String) -> Void
     ) throws(StoreError) {
         self.configuration = configuration
         self.store = store
         self.clock = clock
         self.log = log
         signer = SessionTokenSigner(key: kek.derivedKey(for: "guardplay/session-token/v1"))
+        watermark = SessionWatermark(key: watermarkKey ?? kek.derivedKey(for: "guardplay/watermark/v1"))
+        watermarkRequests = metrics.family(
+            "guardplay_watermark_segment_requests_total", .counter,
+            help: "Requests for watermarked segment variants by outcome (granted or the refusal code).")
         keyRequests = metrics.family(
             "guardplay_key_requests_total", .counter, help: "Key requests by outcome (granted or the refusal reason).")
         licenseRequests = metrics.family(
@@ -450,7 +460,10 @@ public final class Gateway: Sendable {
             guard session.record.revokedAt == nil else { return .failure(.sessionRevoked) }
             let rewriter = PlaylistRewriter(
                 keyPathPrefix: configuration.keyPathPrefix, kidsByURI: asset.kidsByURI, kids: asset.kids)
-            return .success(rewriter.rewrite(text, token: token ?? ""))
+            let marked =
+                asset.watermark?.renditions.contains(name) == true
+                ? watermarkedPlaylist(text, asset: asset, rendition: name, session: claims.sessionID) : text
+            return .success(rewriter.rewrite(marked, token: token ?? ""))
         }
     }
 
@@ -472,7 +485,7 @@ public final class Gateway: Sendable {
         return AssetSummary(
             id: id, denyKeysWhileCapturing: served.record.denyKeysWhileCapturing, master: served.master,
             fileCount: served.files.count, kids: served.kids, createdAt: served.record.createdAt,
-            updatedAt: served.record.updatedAt)
+            updatedAt: served.record.updatedAt, watermark: served.watermark?.summary)
     }
 
     /// Serves an already packaged directory as asset `id` with the given keys (replacing an asset with

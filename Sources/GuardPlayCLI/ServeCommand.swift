@@ -25,6 +25,9 @@ enum ServeCommand {
           --kek-file FILE         key-encryption key file, created 0600 when missing (default: systemd's
                                   credential $CREDENTIALS_DIRECTORY/kek when there is one, else DATA/kek);
                                   the GUARDPLAY_KEK environment variable (64 hex digits) overrides it
+          --watermark-key-file FILE  key choosing each session's A/B watermark variants, kept like the KEK
+                                  (default: credential watermark-key, else DATA/watermark-key, created
+                                  0600; GUARDPLAY_WATERMARK_KEY overrides it); every node needs the same
           --public-url URL        base of the playback URLs sessions return (default: the request's Host)
           --cors-origin ORIGIN    an origin browsers may call from (repeatable; * allows any, never with
                                   credentials)
@@ -75,8 +78,9 @@ enum ServeCommand {
             // The checks a real start makes on the KEK, with the same message, so a unit does not
             // pass ExecStartPre and then restart-loop.
             let source = try checkKEK(configuration)
+            let watermarkSource = try secret(watermarkKeySource(configuration), check: true).source
             print(
-                "configuration ok: listen \(configuration.host):\(configuration.port), data \(configuration.dataDirectory), store \(configuration.storeLocation), kek \(source)"
+                "configuration ok: listen \(configuration.host):\(configuration.port), data \(configuration.dataDirectory), store \(configuration.storeLocation), watermark key \(watermarkSource), kek \(source)"
             )
             return .success
         }
@@ -108,6 +112,7 @@ enum ServeCommand {
         umask(0o077)
 
         let (store, kek) = try openStore(configuration)
+        let watermarkKey = try secret(watermarkKeySource(configuration), check: false).key
         let gateway: Gateway
         do {
             gateway = try Gateway(
@@ -116,7 +121,8 @@ enum ServeCommand {
                     importRoots: configuration.importRoots, sessionTTL: configuration.sessionTTL,
                     captureLease: configuration.captureLease, jobWorkers: configuration.jobWorkers
                 ).withAuditAndStreamLimits(of: configuration),
-                store: store, kek: kek, engine: PackagerEngine(), log: log)
+                store: store, kek: kek, engine: PackagerEngine(),
+                watermarkKey: watermarkKey?.derivedKey(for: "guardplay/watermark/v1"), log: log)
             try gateway.start()
         } catch {
             throw CLIError(.failure, "cannot start the gateway: \(error)")
@@ -197,6 +203,41 @@ enum ServeCommand {
         }
         let file = configuration.kekFile ?? credential ?? configuration.dataDirectory + "/kek"
         return (environment["GUARDPLAY_KEK"], file, credentials)
+    }
+
+    /// Where the watermarking key comes from, as `kekSource` for the KEK: GUARDPLAY_WATERMARK_KEY; else
+    /// --watermark-key-file; else systemd's credential `watermark-key`; else DATA/watermark-key.
+    static func watermarkKeySource(_ configuration: ServeConfiguration) -> (
+        environment: String?, file: String, credentials: String?, variable: String
+    ) {
+        let environment = ProcessInfo.processInfo.environment
+        let credentials = environment["CREDENTIALS_DIRECTORY"].flatMap { $0.isEmpty ? nil : $0 }
+        let credential = credentials.map { $0 + "/watermark-key" }.flatMap {
+            FileManager.default.fileExists(atPath: $0) ? $0 : nil
+        }
+        let file = configuration.watermarkKeyFile ?? credential ?? configuration.dataDirectory + "/watermark-key"
+        return (environment["GUARDPLAY_WATERMARK_KEY"], file, credentials, "GUARDPLAY_WATERMARK_KEY")
+    }
+
+    /// A server secret kept like the KEK: loaded (created when missing), or with `check` only checked
+    /// (nothing created), with where it comes from.
+    static func secret(
+        _ source: (environment: String?, file: String, credentials: String?, variable: String), check: Bool
+    ) throws(CLIError) -> (key: KeyEncryptionKey?, source: String) {
+        do {
+            if check {
+                let from = try KeyEncryptionKey.check(
+                    environmentValue: source.environment, file: source.file, credentialsDirectory: source.credentials,
+                    variable: source.variable)
+                return (nil, from)
+            }
+            let key = try KeyEncryptionKey.load(
+                environmentValue: source.environment, file: source.file, credentialsDirectory: source.credentials,
+                variable: source.variable)
+            return (key, source.environment == nil ? source.file : source.variable)
+        } catch {
+            throw CLIError(.failure, "\(error)")
+        }
     }
 
     /// Whether `host` is a loopback address (127.0.0.0/8, ::1 or `localhost`): anything else may be

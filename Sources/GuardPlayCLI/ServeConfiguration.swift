@@ -10,6 +10,8 @@ struct ServeConfiguration: Equatable {
     var port: UInt16 = 8080
     var dataDirectory = "guard-data"
     var kekFile: String?
+    /// `--watermark-key-file`: the key sessions' watermark variants are chosen under.
+    var watermarkKeyFile: String?
     var publicURL: String?
     var corsOrigins: [String] = []
     var inputRoot = "."
@@ -39,7 +41,7 @@ struct ServeConfiguration: Equatable {
         "listen", "data", "kek-file", "public-url", "cors-origin", "input-root", "import-root", "session-ttl", "lease",
         "job-workers", "threads", "connection-limit", "per-ip-connection-limit", "idle-timeout", "header-timeout",
         "body-timeout", "max-body", "drain", "audit-retention", "trusted-proxy", "max-streams",
-        "store", "job-lease",
+        "store", "job-lease", "watermark-key-file",
     ]
     /// Keys that may be given more than once on the command line (the file takes comma lists).
     static let repeatable: Set<String> = ["cors-origin", "import-root", "trusted-proxy"]
@@ -126,6 +128,9 @@ struct ServeConfiguration: Equatable {
         case "kek-file":
             guard !value.isEmpty else { throw bad("a file") }
             kekFile = value
+        case "watermark-key-file":
+            guard !value.isEmpty else { throw bad("a file") }
+            watermarkKeyFile = value
         case "public-url":
             guard value.hasPrefix("http://") || value.hasPrefix("https://"), !value.contains(where: \.isWhitespace)
             else { throw bad("an http:// or https:// URL") }

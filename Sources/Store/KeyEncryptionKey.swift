@@ -24,11 +24,15 @@ public struct KeyEncryptionKey: Sendable {
     /// `LoadCredential=` puts it) is systemd's: it may be owned by root, and its group bits may show
     /// the mask of the ACL that lets the service read it, but it still may not be writable by anyone
     /// but its owner nor readable by others.
+    ///
+    /// `variable` names the environment variable in messages: the gateway's other server secrets (the
+    /// watermarking key) are kept the same way.
     public static func load(
-        environmentValue: String?, file path: String, credentialsDirectory: String? = nil
+        environmentValue: String?, file path: String, credentialsDirectory: String? = nil,
+        variable: String = "GUARDPLAY_KEK"
     ) throws(StoreError) -> KeyEncryptionKey {
         if let environmentValue {
-            return try parse(environmentValue, source: "GUARDPLAY_KEK")
+            return try parse(environmentValue, source: variable)
         }
         if !FileManager.default.fileExists(atPath: path) {
             try checkDirectories(above: path)
@@ -40,11 +44,12 @@ public struct KeyEncryptionKey: Sendable {
     /// What `load` would refuse, without creating the file when it is missing (its directories are
     /// checked instead): for `--check-config`. Returns where the key comes from.
     public static func check(
-        environmentValue: String?, file path: String, credentialsDirectory: String? = nil
+        environmentValue: String?, file path: String, credentialsDirectory: String? = nil,
+        variable: String = "GUARDPLAY_KEK"
     ) throws(StoreError) -> String {
         if let environmentValue {
-            _ = try parse(environmentValue, source: "GUARDPLAY_KEK")
-            return "GUARDPLAY_KEK"
+            _ = try parse(environmentValue, source: variable)
+            return variable
         }
         guard FileManager.default.fileExists(atPath: path) else {
             try checkDirectories(above: path)

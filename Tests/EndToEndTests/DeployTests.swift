@@ -14,6 +14,7 @@ import Testing
         ])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("listen 127.0.0.1:8080, data /var/lib/guardplay"))
+        #expect(result.stdout.contains(", watermark key /var/lib/guardplay/watermark-key (created on start), kek "))
     }
 
     @Test func theSystemdUnitVerifiesAndRunsTheConfigurationCheck() throws {
@@ -223,6 +224,77 @@ import Testing
             ])
         #expect(played.status == 0, "\(played.stderr)")
         #expect(try nginx.get("/v1/hls/clip/seg0.ts").header("X-Cache-Status") == "HIT")
+    }
+
+    /// A watermarked asset behind nginx: each session gets its own variants through its own paths, any
+    /// other path is refused 403 by the gateway's auth_request, and the cache keeps each variant file
+    /// once, so a second session given the same variant of a segment is served it from the cache.
+    @Test func nginxServesEachSessionItsOwnWatermarkVariantsAndCachesEachVariantOnce() throws {
+        let server = try GatewayServer()
+        let admin = try server.token("admin")
+        let asset = try makeAESHLS(in: server.importRoot, name: "marked")
+        let segments = try #require(try makeABWatermarked(asset.directory, playlists: ["media.m3u8"])["media.m3u8"])
+        try server.importAsset(asset, id: "marked", token: admin)
+        // The watermarking key was made like the KEK: a 0600 file under --data.
+        var info = stat()
+        #expect(stat(server.dataDirectory + "/watermark-key", &info) == 0 && info.st_mode & 0o777 == 0o600)
+        let summary = try #require(
+            try server.call("GET", "/v1/assets/marked", token: admin).json?["watermark"] as? [String: Any])
+        let seconds = try #require(summary["segmentSeconds"] as? Double)
+        #expect(summary["codewordBits"] as? Int == 64 && seconds > 1 && seconds < 3)
+        #expect(summary["identifiesAfterSeconds"] as? Double == 64 * seconds)
+        let nginx = try NginxFront(upstreamPort: server.port)
+        #expect(nginx.syntaxCheck.status == 0, "\(nginx.syntaxCheck.stderr)")
+        try nginx.start()
+        defer { nginx.stop() }
+
+        let files = try segments.map { segment in
+            try [segment.a, segment.b].map {
+                try [UInt8](Data(contentsOf: URL(fileURLWithPath: asset.directory + "/" + $0)))
+            }
+        }
+        var served: [[Bool]] = []  // per session, per segment: true for variant B
+        var paths: [[String]] = []
+        for round in 0..<2 {
+            let (_, token) = try server.session("marked", token: admin)
+            let playlist = try nginx.get("/v1/hls/marked/media.m3u8?token=\(token)")
+            #expect(playlist.status == 200)
+            let uris = playlist.text.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }.map(
+                String.init)
+            #expect(uris.count == segments.count && uris.allSatisfy { $0.hasPrefix("/v1/wm/marked/") }, "\(uris)")
+            var variants: [Bool] = []
+            for (index, uri) in uris.enumerated() {
+                let response = try nginx.get(uri)
+                #expect(response.status == 200, "\(uri): \(response.text)")
+                #expect(response.body == files[index][0] || response.body == files[index][1])
+                let isB = response.body == files[index][1]
+                // The first session's fetches fill the cache; the second's hit it where it got the same variant.
+                let cached = round == 1 && served[0][index] == isB
+                #expect(response.header("X-Cache-Status") == (cached ? "HIT" : "MISS"), "\(round) \(index)")
+                variants.append(isB)
+            }
+            served.append(variants)
+            paths.append(uris)
+            #expect(try nginx.get(uris[0]).header("X-Cache-Status") == "HIT")
+        }
+        // The first session's ID in the second session's paths: not that session's variants, 403.
+        let first = try #require(paths[0][0].split(separator: "/").dropFirst(3).first.map(String.init))
+        let second = try #require(paths[1][0].split(separator: "/").dropFirst(3).first.map(String.init))
+        for uri in paths[1] {
+            let response = try nginx.get(uri.replacingOccurrences(of: "/\(second)/", with: "/\(first)/"))
+            #expect(response.status == 403 && response.header("Content-Type") == "application/problem+json")
+        }
+        let madeUp = try nginx.get("/v1/wm/marked/\(first)/AAAAAAAAAAAAAAAAAAAAAA/seg0.ts")
+        #expect(madeUp.status == 403 && madeUp.text.contains("watermark-variant-refused"))
+        // Neither variant file by its own name, through the segment location either.
+        #expect(try nginx.get("/v1/hls/marked/\(segments[0].a)").status == 403)
+        #expect(try nginx.get("/v1/hls/marked/\(segments[0].b)").status == 403)
+        // A revoked session's paths are refused though their variants are in the cache.
+        #expect(try server.call("DELETE", "/v1/sessions/\(first)", token: admin).status == 204)
+        #expect(try nginx.get(paths[0][0]).status == 403)
+        #expect(try nginx.get(paths[1][0]).status == 200)
+        let metrics = try server.call("GET", "/metrics").text
+        #expect(metrics.contains("guardplay_watermark_segment_requests_total{outcome=\"watermark-variant-refused\"}"))
     }
 
     @Test func startsNginxOnAnotherPortWhenItsPortIsTakenFirst() throws {

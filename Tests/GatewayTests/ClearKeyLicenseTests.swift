@@ -19,12 +19,7 @@ final class LiveLicenseGateway {
             id: "other", directory: directory,
             keys: [ImportedKey(kid: Self.otherKID, key: Array(repeating: 0xAB, count: 16), uri: nil)],
             denyKeysWhileCapturing: false)
-        try fixture.gateway.start()
-        let router = GatewayAPI.router(
-            gateway: fixture.gateway, state: ServiceState(), publicURL: nil, corsOrigins: [], log: { _ in })
-        server = GatewayAPI.server(
-            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2), router: router)
-        try server.start()
+        server = try fixture.startLive()
     }
 
     deinit {

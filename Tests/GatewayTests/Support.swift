@@ -1,5 +1,7 @@
+import ControlAPI
 import Foundation
 import Gateway
+import HTTPServer
 import Store
 import Synchronization
 
@@ -113,4 +115,17 @@ final class GatewayFixture {
 final class LogSink: Sendable {
     let lines = Mutex([String]())
     var append: @Sendable (String) -> Void { { line in self.lines.withLock { $0.append(line) } } }
+}
+
+extension GatewayFixture {
+    /// Starts the gateway and serves its API on a loopback port the kernel picks.
+    func startLive() throws -> HTTPServer {
+        try gateway.start()
+        let router = GatewayAPI.router(
+            gateway: gateway, state: ServiceState(), publicURL: nil, corsOrigins: [], log: { _ in })
+        let server = GatewayAPI.server(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2), router: router)
+        try server.start()
+        return server
+    }
 }
