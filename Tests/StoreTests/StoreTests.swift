@@ -489,10 +489,11 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
     @Test func upgradesAVersion1DatabaseKeepingItsAuditRows() throws {
         let temporary = try TemporaryStore()
         try temporary.store.appendAudit([AuditRecord(at: epoch, action: "key", outcome: "granted")])
-        // Version 1's schema: without version 2's refusal counts and version 3's job options.
+        // Version 1's schema: without version 2's refusal counts, version 3's job options and version
+        // 4's session events.
         try temporary.execute(
             "DROP TABLE audit_refusals; DROP INDEX audit_by_time; ALTER TABLE packaging_jobs DROP COLUMN options; "
-                + "PRAGMA user_version = 1")
+                + "DROP TABLE session_events; ALTER TABLE sessions DROP COLUMN event_seq; PRAGMA user_version = 1")
         let reopened = try temporary.reopen()
         #expect(try reopened.schemaVersion() == SQLiteMigrations.all.count)
         #expect(try reopened.auditCount() == 1)
