@@ -19,9 +19,7 @@ public final class RawClient {
                 }
             }
             guard bound == 0 else {
-                let reason = String(cString: strerror(errno))
-                Glibc.close(socket)
-                throw RawClientError("bind(\(source)): \(reason)")
+                throw RawClientError("bind(\(source)): \(String(cString: strerror(errno)))")
             }
         }
         var address = sockaddr_in()
@@ -34,12 +32,12 @@ public final class RawClient {
             }
         }
         guard status == 0 else {
-            Glibc.close(socket)
             throw RawClientError("connect(\(host):\(port)): \(String(cString: strerror(errno)))")
         }
     }
 
-    deinit { Glibc.close(socket) }
+    /// Also runs when `init` throws, every property being set by then: the one place the socket is closed.
+    deinit { if socket >= 0 { Glibc.close(socket) } }
 
     /// Sends every byte; false when the peer has closed.
     @discardableResult
