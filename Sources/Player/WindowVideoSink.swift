@@ -372,11 +372,7 @@ private struct WindowScreen {
         source.withUnsafeMutablePlanes { from in
             target.withUnsafeMutablePlanes { to in
                 FlickerCompositor.render(
-                    MaskPlane(
-                        base: from[0].base, stride: from[0].linesize, width: from[0].rowBytes, height: from[0].rows),
-                    into: MaskPlane(
-                        base: to[0].base, stride: to[0].linesize, width: to[0].rowBytes, height: to[0].rows),
-                    rectangle: rectangle, mask: flickerMask!, phase: phase)
+                    maskPlane(from[0]), into: maskPlane(to[0]), rectangle: rectangle, mask: flickerMask!, phase: phase)
                 _ = SDL_UpdateTexture(flickerTexture, nil, to[0].base, Int32(to[0].linesize))
             }
         }
