@@ -3,7 +3,7 @@ import MediaFormats
 /// The CMAF sample conversion of the video stream, H.264 or HEVC as planned: length-prefixed samples
 /// with each NAL unit's clear bytes, and the sample entry the first samples' parameter sets make. The
 /// packager and the verifier's expected samples run the same conversion.
-struct VideoSampleConversion {
+struct VideoSampleConversion: CMAFSampleBuilding {
     // One of the two is set; optional chaining mutates the builder in place.
     private var h264: H264SampleBuilder?
     private var hevc: HEVCSampleBuilder?
@@ -13,24 +13,21 @@ struct VideoSampleConversion {
         if codec == .hevc { hevc = HEVCSampleBuilder() } else { h264 = H264SampleBuilder() }
     }
 
-    /// The sample of `bytes` (Annex-B, NAL units at `nalUnits`) and each kept NAL unit's stored size and
-    /// clear bytes.
-    mutating func sample(bytes: [UInt8], nalUnits: [Range<Int>]) throws(FormatError) -> (
-        bytes: [UInt8], units: [(size: Int, clear: Int)]
-    ) {
-        if hevc != nil { return try hevc!.sample(bytes: bytes, nalUnits: nalUnits) }
-        return try h264!.sample(bytes: bytes, nalUnits: nalUnits)
-    }
-
     /// Appends the sample of `bytes` (Annex-B, NAL units at `nalUnits`) to `output`; returns each kept
     /// NAL unit's stored size and clear bytes.
     mutating func append(bytes: [UInt8], nalUnits: [Range<Int>], to output: ByteBuffer) throws(FormatError)
         -> [(size: Int, clear: Int)]
     {
-        try bytes.withBytes { raw throws(FormatError) in
-            if hevc != nil { return try hevc!.append(raw, nalUnits: nalUnits, to: output) }
-            return try h264!.append(raw, nalUnits: nalUnits, to: output)
-        }
+        try bytes.withBytes { raw throws(FormatError) in try append(raw, nalUnits: nalUnits, to: output) }
+    }
+
+    /// Appends the sample of the NAL units at `nalUnits` of `bytes` to `output` with the planned codec's
+    /// builder; `sample(bytes:nalUnits:)` comes with `CMAFSampleBuilding`.
+    mutating func append(_ bytes: UnsafeRawBufferPointer, nalUnits: [Range<Int>], to output: ByteBuffer)
+        throws(FormatError) -> [(size: Int, clear: Int)]
+    {
+        if hevc != nil { return try hevc!.append(bytes, nalUnits: nalUnits, to: output) }
+        return try h264!.append(bytes, nalUnits: nalUnits, to: output)
     }
 
     /// The sample entry's media, from the parameter sets of the first sample (call after it).
