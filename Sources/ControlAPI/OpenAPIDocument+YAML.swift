@@ -1301,6 +1301,7 @@ extension OpenAPIDocument {
                 container:
                   type: string
                   enum: [ts, fmp4]
+                  description: "The container the job asked for; once it has succeeded, the one its output is in (an HEVC job that named none says fmp4)."
                 encryption:
                   type: string
                   enum: [sample-aes, cenc, aes-128, none]

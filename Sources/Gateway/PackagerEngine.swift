@@ -12,7 +12,7 @@ public struct PackagerEngine: PackagingEngine {
     public func package(
         _ work: PackagingWork, progress: @escaping @Sendable (Double) -> Void,
         isCancelled: @escaping @Sendable () -> Bool
-    ) throws(PackagingFailure) -> [PackagedKey] {
+    ) throws(PackagingFailure) -> PackagingOutcome {
         guard let keyID = [UInt8](hex: work.kid), keyID.count == 16 else {
             throw PackagingFailure("the key ID \(work.kid) is not 32 hex digits")
         }
@@ -39,7 +39,9 @@ public struct PackagerEngine: PackagingEngine {
                     progress(report.fraction)
                     if isCancelled() { cancellation.cancel() }
                 }, cancellation: cancellation)
-            return result.periodKeys.map { PackagedKey(kid: $0.keyID.hexString, key: $0.key) }
+            return PackagingOutcome(
+                keys: result.periodKeys.map { PackagedKey(kid: $0.keyID.hexString, key: $0.key) },
+                container: result.container.rawValue)
         } catch {
             throw PackagingFailure(error.message, cancelled: error.kind == .cancelled)
         }

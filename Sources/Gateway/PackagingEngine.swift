@@ -45,6 +45,21 @@ public struct PackagedKey: Sendable, Equatable {
     }
 }
 
+/// What a finished packaging run produced: every key its output names and the container it wrote, which
+/// for a job that named none depends on the input (HEVC gets `fmp4`, as `guard-play package` gives it).
+public struct PackagingOutcome: Sendable, Equatable {
+    /// The work's own key and, under a key period, each later period's.
+    public let keys: [PackagedKey]
+    /// `ts` or `fmp4`.
+    public let container: String
+
+    /// An outcome of `keys` in `container`.
+    public init(keys: [PackagedKey], container: String) {
+        self.keys = keys
+        self.container = container
+    }
+}
+
 /// A packaging run that did not finish.
 public struct PackagingFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// One sentence saying why.
@@ -65,9 +80,10 @@ public struct PackagingFailure: Error, Sendable, Equatable, CustomStringConverti
 public protocol PackagingEngine: Sendable {
     /// Packages `work.input` as encrypted HLS into `work.outputDirectory`, reporting progress from 0
     /// to 1 and stopping soon after `isCancelled` turns true; returns every key the output names (the
-    /// work's own and, under a key period, each later period's), for the gateway to store.
+    /// work's own and, under a key period, each later period's), for the gateway to store, and the
+    /// container it wrote, for the job to report.
     func package(
         _ work: PackagingWork, progress: @escaping @Sendable (Double) -> Void,
         isCancelled: @escaping @Sendable () -> Bool
-    ) throws(PackagingFailure) -> [PackagedKey]
+    ) throws(PackagingFailure) -> PackagingOutcome
 }

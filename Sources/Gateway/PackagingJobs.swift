@@ -267,7 +267,8 @@ public final class PackagingJobs: Sendable {
             // Cancelled (or, on a shared store, taken over) after the packager's last check: not published.
             if live.withLock({ $0.cancelled.contains(id) }) { throw PackagingFailure("stopped", cancelled: true) }
             // Every key period's key is stored, wrapped, before the asset points at the output.
-            try storeKeys((used ?? []).filter { $0.kid != kid }, asset: job.assetID)
+            try storeKeys((used?.keys ?? []).filter { $0.kid != kid }, asset: job.assetID)
+            if let used { try recordContainer(used.container, of: job) }
             try publish(job, directory: attemptDirectory)
             _ = try store.finishJob(id, state: .succeeded, output: attemptDirectory, at: clock.now())
             log("jobs: \(id) packaged \(job.input) as \(job.assetID)")
@@ -330,6 +331,18 @@ public final class PackagingJobs: Sendable {
         try store.saveKey(record)
         catalog.addKey(record)
         return record.key
+    }
+
+    /// Names the container the job's output is in among its stored options when the job named none and
+    /// got another than the default (HEVC input is packaged as fMP4), so the job says what it produced.
+    private func recordContainer(_ container: String, of job: JobRecord) throws {
+        var options = PackagingJobOptions(stored: job.options)
+        guard options.container != container else { return }
+        options.container = container
+        options.containerIsDefault = false
+        try stored(log) { () throws(StoreError) in
+            try store.setJobOptions(job.id, options: options.stored, at: clock.now())
+        }
     }
 
     /// Stores the later key periods' keys a run drew, wrapped, for the asset.

@@ -114,6 +114,15 @@ extension SQLStore {
         }
     }
 
+    /// Replaces a running job's stored options.
+    public func setJobOptions(_ id: String, options: String, at date: Date) throws(StoreError) {
+        try with { database throws(StoreError) in
+            try database.query(
+                "UPDATE packaging_jobs SET options = ?, updated_at = ? WHERE id = ? AND state = 'running'",
+                [.text(options), .real(date.timeIntervalSince1970), .text(id)])
+        }
+    }
+
     /// Moves a job that is not yet final to `state`; false when it was already final (cancelled, say).
     public func finishJob(
         _ id: String, state: JobState, error: String?, output: String?, at date: Date

@@ -110,6 +110,9 @@ public protocol Store: AuditWriting {
     func renewJobLease(_ id: String, attempt: Int, lease: TimeInterval) throws(StoreError) -> Bool
     /// Records a running job's progress.
     func setJobProgress(_ id: String, progress: Double, at date: Date) throws(StoreError)
+    /// Replaces a running job's stored options (`PackagingJobOptions.stored`), as when its output's
+    /// container is known.
+    func setJobOptions(_ id: String, options: String, at date: Date) throws(StoreError)
     /// Moves a job that is not yet final to `state`; false when it was already final.
     func finishJob(
         _ id: String, state: JobState, error: String?, output: String?, at date: Date

@@ -196,7 +196,7 @@ import Testing
 
     /// An HEVC job that names `"container":"ts"` fails with the CLI's refusal and its hint, as
     /// `guard-play package --container ts` exits 16, and publishes nothing; without a container the same
-    /// input is packaged as fMP4.
+    /// input is packaged as fMP4, and the job then says so (`container` is what it produced).
     @Test func anHEVCJobAskingForTSFailsWithTheRefusalAndWithoutAContainerGetsFMP4() throws {
         let server = try GatewayServer()
         let admin = try server.token("package")
@@ -218,6 +218,10 @@ import Testing
             ["succeeded", "failed"].contains($0["state"] as? String)
         }
         #expect(done?["state"] as? String == "succeeded", "\(String(describing: done))")
+        #expect(done?["container"] as? String == "fmp4", "\(String(describing: done))")
+        let listed = try server.call("GET", "/v1/packaging-jobs?limit=10", token: admin)
+        let entry = (listed.json?["items"] as? [[String: Any]])?.first { $0["id"] as? String == chosen }
+        #expect(entry?["container"] as? String == "fmp4", "\(listed.text)")
         let (_, token) = try server.session("hevc", token: try server.token("admin"))
         let video = try server.call("GET", "/v1/hls/hevc/video.m3u8?token=\(token)")
         #expect(video.status == 200 && video.text.contains("#EXT-X-MAP:URI=\"video_init.mp4\""), "\(video.text)")

@@ -19,7 +19,7 @@ final class FakeEngine: PackagingEngine {
     func package(
         _ work: PackagingWork, progress: @escaping @Sendable (Double) -> Void,
         isCancelled: @escaping @Sendable () -> Bool
-    ) throws(PackagingFailure) -> [PackagedKey] {
+    ) throws(PackagingFailure) -> PackagingOutcome {
         state.withLock { $0.calls.append(work) }
         progress(0.5)
         while state.withLock({ $0.hold }) {
@@ -43,7 +43,7 @@ final class FakeEngine: PackagingEngine {
         }
         guard rename(building, work.outputDirectory) == 0 else { throw PackagingFailure("could not rename") }
         progress(1)
-        return [PackagedKey(kid: work.kid, key: work.key)]
+        return PackagingOutcome(keys: [PackagedKey(kid: work.kid, key: work.key)], container: "ts")
     }
 
     var calls: [PackagingWork] { state.withLock { $0.calls } }
