@@ -2,11 +2,8 @@ import MediaFormats
 
 /// Key rotation in CMAF (`--key-period`): each key period's segments are encrypted under its own key,
 /// named by its own `tenc` (key ID, and `cbcs`'s constant IV) in an init segment of its own, so the
-/// playlists name a new EXT-X-MAP and EXT-X-KEY where each period starts.
-///
-/// The DASH manifest is not written for rotated output: a multi-Period MPD needs every adaptation
-/// set's period to start at one instant, and the CMAF tracks are cut apart (video at its IDR pictures,
-/// audio at the target duration), so their key periods start up to a segment apart.
+/// playlists name a new EXT-X-MAP and EXT-X-KEY where each period starts, and the DASH manifest a new
+/// Period (see `dashManifest`).
 extension FragmentedPackagingRun {
     /// The key line before segment `index` under `cbcs` or `cenc`: one where each key period starts.
     func periodKeyLine(segment index: Int) throws(PackagingError) -> KeyLine? {

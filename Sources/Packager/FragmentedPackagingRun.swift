@@ -16,7 +16,7 @@ struct FragmentedPackagingRun {
     /// Cut tolerance (90 kHz), as the TS path's.
     static let cutTolerance: Int64 = 100
 
-    private var scheme: CENCScheme? {
+    var scheme: CENCScheme? {
         switch options.encryption {
         case .sampleAES: .cbcs
         case .cenc: .cenc
@@ -301,29 +301,8 @@ struct FragmentedPackagingRun {
                 uri: (hasVideo || renditions.isEmpty ? main : renditions[0]).name + ".m3u8"))
         try write(master.render(), to: "master.m3u8")
         let duration = outputs.map { Double($0.segments.reduce(0) { $0 + $1.ticks }) / Double($0.timescale) }.max() ?? 0
-        if options.encryption != .aes128 && options.keyPeriod == nil {
-            // DASH has no whole-segment encryption to signal, so AES-128 output gets no MPD; nor does
-            // rotated output (see `periodMap`).
-            var manifest = DASHManifest(
-                duration: duration, scheme: scheme?.rawValue, keyID: keys.keyID, licenseURL: options.licenseURL)
-            for output in outputs {
-                let detail = details[output.slot]
-                let isVideo = !streams[output.slot].codec.isAudio
-                manifest.representations.append(
-                    DASHManifest.Representation(
-                        id: output.name, contentType: isVideo ? "video" : "audio", codecs: detail.codecString,
-                        bandwidth: Self.rates(output).peak, width: isVideo ? detail.width : nil,
-                        height: isVideo ? detail.height : nil,
-                        frameRate: isVideo && detail.frameRate > 0 ? detail.frameRate : nil,
-                        sampleRate: isVideo ? nil : Int(output.timescale), channels: isVideo ? nil : detail.channels,
-                        language: isVideo ? nil : Languages.tag(streams[output.slot].source.language),
-                        timescale: output.timescale,
-                        presentationTimeOffset: UInt64(output.ticks(TimestampMapper.startOffset)),
-                        initialization: output.initURI, media: output.mediaTemplate,
-                        segments: output.segments.map { ($0.decodeTime, $0.ticks) }))
-            }
-            try write(manifest.render(), to: "manifest.mpd")
-        }
+        let dash = try dashManifest(outputs: outputs, details: details, duration: duration)
+        if let text = dash.text { try write(text, to: "manifest.mpd") }
         if let key = options.watermarkKey, variantB != nil {
             let manifest = WatermarkManifest(
                 key: key, blockSize: WatermarkPattern.blockSize, playlists: [outputs[0].name + ".m3u8"],
@@ -343,15 +322,15 @@ struct FragmentedPackagingRun {
             segmentCount: outputs.reduce(0) { $0 + $1.segments.count }, duration: duration,
             bytesWritten: (outputs + (variantB.map { [$0] } ?? [])).reduce(0) {
                 $0 + $1.segments.reduce(0) { $0 + $1.bytes }
-            }, notices: [])
+            }, notices: dash.notices)
     }
 
     /// Peak and average bit rates of a track's segments.
-    private static func rates(_ output: FragmentedOutput) -> (peak: Int, average: Int) {
+    static func rates(_ output: FragmentedOutput) -> (peak: Int, average: Int) {
         PackagingSummary.rates(output.segments.map { ($0.bytes, Double($0.ticks) / Double(output.timescale)) })
     }
 
-    private func write(_ text: String, to name: String) throws(PackagingError) {
+    func write(_ text: String, to name: String) throws(PackagingError) {
         let file = try SegmentFile(path: directory.temporary + "/" + name, aes128: nil, writer: writer)
         file.buffer.append(Array(text.utf8))
         try file.close()

@@ -73,7 +73,9 @@ public struct PackagingJob: Sendable {
                 notices.append(text)
                 notice?(text)
             }
-            result.notices = containerNotices + notices
+            // The run's own notices (an MPD not written, say) come after the reader's.
+            for text in result.notices { notice?(text) }
+            result.notices = containerNotices + notices + result.notices
             result.container = options.container
             result.keyPeriod = options.keyPeriod
             if options.encryption != .none {
