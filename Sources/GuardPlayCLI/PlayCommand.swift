@@ -1,5 +1,6 @@
 import CaptureDetectors
 import CaptureMonitor
+import ControlAPI
 import Foundation
 import HTTPServer
 import MediaCore

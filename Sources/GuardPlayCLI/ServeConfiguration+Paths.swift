@@ -1,3 +1,4 @@
+import ControlAPI
 import MediaCore
 
 extension ServeConfiguration {

@@ -277,19 +277,15 @@ struct FragmentedVerification {
         }
         info.scheme = expected
         let schi = try child(bytes, sinf, "schi", structure: name)
-        var tenc = BoxReader(bytes, box: try child(bytes, schi, "tenc", structure: name), structure: name + " tenc")
-        let tencVersion = try tenc.versionAndFlags().version
-        _ = try tenc.u8()
-        let pattern = try tenc.u8()
-        let isProtected = try tenc.u8()
-        info.perSampleIVSize = Int(try tenc.u8())
-        info.keyID = try tenc.data(16)
-        if info.perSampleIVSize == 0 {
-            let size = Int(try tenc.u8())
-            info.constantIV = try tenc.data(size)
-        }
-        info.crypt = Int(pattern >> 4)
-        info.skip = Int(pattern & 0x0F)
+        let tenc = try TrackEncryptionBox(
+            bytes, box: try child(bytes, schi, "tenc", structure: name), structure: name + " tenc")
+        let tencVersion = tenc.version
+        let isProtected = tenc.isProtected
+        info.perSampleIVSize = tenc.perSampleIVSize
+        info.keyID = tenc.keyID
+        info.constantIV = tenc.constantIV
+        info.crypt = tenc.cryptBlocks
+        info.skip = tenc.skipBlocks
         guard isProtected == 1 else { throw FormatError(name + " tenc", "default_isProtected is \(isProtected)") }
         if expected == .cbcs {
             guard tencVersion == 1, info.perSampleIVSize == 0, info.constantIV.count == 16 else {
@@ -483,24 +479,13 @@ struct FragmentedVerification {
             throw FormatError(
                 structure + " tfdt", "decoding time \(decodeTime), but the previous fragment ends at \(expected)")
         }
-        var trun = BoxReader(
-            bytes, box: try BoxReader.one("trun", in: children, structure: structure), structure: structure + " trun")
-        let trunFlags = try trun.versionAndFlags().flags
-        let count = Int(try trun.u32())
-        guard trunFlags & 0x01 != 0 else { throw FormatError(structure + " trun", "has no data offset") }
-        let dataOffset = Int(Int32(bitPattern: try trun.u32()))
-        if trunFlags & 0x04 != 0 { _ = try trun.u32() }
-        guard count <= trun.remaining / 4 + 1 else {
-            throw FormatError(structure + " trun", "\(count) samples in \(trun.remaining) bytes")
-        }
-        var sizes: [Int] = []
-        var ticks: UInt64 = 0
-        for _ in 0..<count {
-            ticks += UInt64(trunFlags & 0x100 != 0 ? try trun.u32() : defaultDuration)
-            sizes.append(Int(trunFlags & 0x200 != 0 ? try trun.u32() : defaultSize))
-            if trunFlags & 0x400 != 0 { _ = try trun.u32() }
-            if trunFlags & 0x800 != 0 { _ = try trun.u32() }
-        }
+        let run = try TrackRunBox(
+            bytes, box: try BoxReader.one("trun", in: children, structure: structure), structure: structure + " trun",
+            defaultDuration: defaultDuration, defaultSize: defaultSize)
+        let count = run.sizes.count
+        let dataOffset = run.dataOffset
+        let sizes = run.sizes
+        let ticks = run.totalDuration
         nextDecodeTime = decodeTime + ticks
         if abs(Double(ticks) / Double(info.timescale) - duration) > 0.0005 {
             throw FormatError(
@@ -519,58 +504,27 @@ struct FragmentedVerification {
         // The encryption records.
         var records: [(iv: [UInt8], subsamples: [Subsample])] = Array(repeating: ([], []), count: count)
         if cipher != nil {
-            let senc = try BoxReader.one("senc", in: children, structure: structure)
-            var reader = BoxReader(bytes, box: senc, structure: structure + " senc")
-            let sencFlags = try reader.versionAndFlags().flags
-            guard Int(try reader.u32()) == count else {
-                throw FormatError(structure + " senc", "sample count is not trun's \(count)")
-            }
-            let firstRecord = reader.position - moof.range.lowerBound
-            var recordSizes: [Int] = []
-            for index in 0..<count {
-                let start = reader.position
-                records[index].iv = try reader.data(info.perSampleIVSize)
-                if sencFlags & 2 != 0 {
-                    let entries = Int(try reader.u16())
-                    for _ in 0..<entries {
-                        records[index].subsamples.append(
-                            Subsample(clear: Int(try reader.u16()), protected: Int(try reader.u32())))
-                    }
-                    let covered = records[index].subsamples.reduce(0) { $0 + $1.clear + $1.protected }
-                    guard covered == sizes[index] else {
-                        throw FormatError(
-                            structure + " senc",
-                            "sample \(index)'s subsamples cover \(covered) bytes of \(sizes[index])")
-                    }
-                }
-                recordSizes.append(reader.position - start)
-            }
-            guard reader.remaining == 0 else {
-                throw FormatError(structure + " senc", "\(reader.remaining) bytes after the last record")
-            }
-            var saiz = BoxReader(
-                bytes, box: try BoxReader.one("saiz", in: children, structure: structure),
-                structure: structure + " saiz")
-            if try saiz.versionAndFlags().flags & 1 != 0 { try saiz.skip(8) }
-            let defaultInfoSize = Int(try saiz.u8())
-            guard Int(try saiz.u32()) == count else {
-                throw FormatError(structure + " saiz", "sample count is not trun's \(count)")
-            }
-            let infoSizes =
-                defaultInfoSize != 0
-                ? Array(repeating: defaultInfoSize, count: count) : try saiz.data(count).map(Int.init)
+            let senc = try SampleEncryptionBox(
+                bytes, box: try BoxReader.one("senc", in: children, structure: structure), structure: structure,
+                ivSize: info.perSampleIVSize, sampleSizes: sizes)
+            records = senc.records.map { (iv: $0.iv, subsamples: $0.subsamples) }
+            let firstRecord = senc.firstRecord - moof.range.lowerBound
+            let recordSizes = senc.recordSizes
+            let infoSizes = try SampleAuxiliaryInformationSizes(
+                bytes, box: try BoxReader.one("saiz", in: children, structure: structure), structure: structure,
+                sampleCount: count
+            ).sizes
             guard infoSizes == recordSizes else {
                 throw FormatError(
                     structure + " saiz",
                     "sizes \(infoSizes.prefix(8)) do not match senc's records \(recordSizes.prefix(8))")
             }
-            var saio = BoxReader(
-                bytes, box: try BoxReader.one("saio", in: children, structure: structure),
-                structure: structure + " saio")
-            let saioVersion = try saio.versionAndFlags()
-            if saioVersion.flags & 1 != 0 { try saio.skip(8) }
-            guard try saio.u32() == 1 else { throw FormatError(structure + " saio", "needs exactly one offset") }
-            let offset = saioVersion.version == 1 ? Int(clamping: try saio.u64()) : Int(try saio.u32())
+            let offsets = try SampleAuxiliaryInformationOffsets(
+                bytes, box: try BoxReader.one("saio", in: children, structure: structure), structure: structure
+            ).offsets
+            guard offsets.count == 1, let offset = offsets.first else {
+                throw FormatError(structure + " saio", "needs exactly one offset")
+            }
             guard offset == firstRecord else {
                 throw FormatError(
                     structure + " saio",
