@@ -679,7 +679,7 @@ extension OpenAPIDocument {
               tags: [jobs]
               operationId: createPackagingJob
               summary: Queues a job that packages an input (relative to the input root) as encrypted HLS.
-              description: Needs the package scope. With an Idempotency-Key, repeating the request returns the same job; reusing the key for a different request is a 422. `container`, `encryption` and `keyPeriod` are those of `guard-play package`; an unknown value, `cenc` outside fmp4 or a key period without encryption is a 422. Every key of the asset (one per key period) is stored wrapped, and `/v1/keys/{kid}` serves each to the asset's sessions.
+              description: Needs the package scope. With an Idempotency-Key, repeating the request returns the same job; reusing the key for a different request is a 422. `container`, `encryption`, `keyPeriod`, `watermark` and `segmentDuration` are those of `guard-play package`; an unknown value, `cenc` outside fmp4, a key period without encryption, a watermark other than ab or a segment duration outside 1 to 60 seconds is a 422. A job with watermark ab packages two variants of each video segment, and the asset serves each session its own under `/v1/wm/`. Every key of the asset (one per key period) is stored wrapped, and `/v1/keys/{kid}` serves each to the asset's sessions.
               parameters:
                 - name: Idempotency-Key
                   in: header
@@ -1272,6 +1272,15 @@ extension OpenAPIDocument {
                   minimum: 1
                   maximum: 100000
                   description: "A new key every this many segments (needs encryption); absent for one key."
+                watermark:
+                  type: string
+                  enum: [ab]
+                  description: "ab: the forensic A/B watermark of `guard-play package --watermark ab` (H.264 video); each session's playlist names its own variant of every segment. Absent for none."
+                segmentDuration:
+                  type: number
+                  minimum: 1
+                  maximum: 60
+                  description: "The target segment duration in seconds (default 6), as `--segment-duration`."
             Job:
               type: object
               required: [id, state, input, asset, denyKeysWhileCapturing, progress, attempts, createdAt, updatedAt]
@@ -1308,6 +1317,13 @@ extension OpenAPIDocument {
                 keyPeriod:
                   type: integer
                   minimum: 1
+                watermark:
+                  type: string
+                  enum: [ab]
+                segmentDuration:
+                  type: number
+                  minimum: 1
+                  maximum: 60
                 createdAt:
                   $ref: "#/components/schemas/Timestamp"
                 updatedAt:

@@ -50,6 +50,9 @@ enum Representation {
             "container": .string(PackagingJobOptions(stored: job.options).container),
             "encryption": .string(PackagingJobOptions(stored: job.options).encryption),
             "keyPeriod": PackagingJobOptions(stored: job.options).keyPeriod.map { .number(Double($0)) },
+            "watermark": PackagingJobOptions(stored: job.options).watermark.map { .string($0) },
+            "segmentDuration": .number(
+                PackagingJobOptions(stored: job.options).segmentDuration ?? PackagingJobOptions.defaultSegmentDuration),
             "createdAt": date(job.createdAt),
             "updatedAt": date(job.updatedAt),
         ])

@@ -55,13 +55,14 @@ package struct SessionCommandBody: Equatable {
 /// `POST /v1/packaging-jobs`.
 package struct PackagingJobBody: Equatable {
     package static let fields: Set<String> = [
-        "input", "asset", "denyKeysWhileCapturing", "container", "encryption", "keyPeriod",
+        "input", "asset", "denyKeysWhileCapturing", "container", "encryption", "keyPeriod", "watermark",
+        "segmentDuration",
     ]
     package let input: String
     package let asset: String
     package let denyKeysWhileCapturing: Bool
-    /// The container, encryption and key period, as `guard-play package` takes them (checked by the
-    /// gateway when the job is submitted).
+    /// The container, encryption, key period, watermark and segment duration, as `guard-play package`
+    /// takes them (checked by the gateway when the job is submitted).
     package let options: PackagingJobOptions
 
     /// Reads the body.
@@ -73,7 +74,9 @@ package struct PackagingJobBody: Equatable {
         options = PackagingJobOptions(
             container: try body.string("container", maxLength: 16),
             encryption: try body.string("encryption", maxLength: 16) ?? "sample-aes",
-            keyPeriod: try body.integer("keyPeriod", in: 1...Int64(PackagingJobOptions.keyPeriodLimit)).map { Int($0) })
+            keyPeriod: try body.integer("keyPeriod", in: 1...Int64(PackagingJobOptions.keyPeriodLimit)).map { Int($0) },
+            watermark: try body.string("watermark", maxLength: 16),
+            segmentDuration: try body.number("segmentDuration", in: PackagingJobOptions.segmentDurations))
     }
 }
 

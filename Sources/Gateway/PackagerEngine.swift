@@ -1,9 +1,11 @@
 import Crypto
 import Packager
 
-/// The packager (`PackagingJob`) run in process by packaging jobs: the job's container, encryption and
-/// key period, the job's own key and key ID for the first key period, no key file (the keys live wrapped
-/// in the store), and key URIs that name the gateway's key endpoint. The packager builds the output beside its target and renames it into
+/// The packager (`PackagingJob`) run in process by packaging jobs: the job's container, encryption, key
+/// period, watermark (its pattern key drawn by the packager and written to the output's
+/// `watermark.json`, which the catalog reads when it serves the asset, as for an imported one) and
+/// segment duration, the job's own key and key ID for the first key period, no key file (the keys live
+/// wrapped in the store), and key URIs that name the gateway's key endpoint. The packager builds the output beside its target and renames it into
 /// place, and removes what it wrote when it fails or is cancelled.
 public struct PackagerEngine: PackagingEngine {
     /// The packager with its defaults (6-second segments).
@@ -21,8 +23,10 @@ public struct PackagerEngine: PackagingEngine {
         options.keyID = keyID
         options.keyFile = nil
         options.keyURITemplate = work.options.keyPeriod == nil ? work.keyURI : work.keyURITemplate
+        let watermark = work.options.watermark.flatMap(WatermarkScheme.init(rawValue:))
         guard let encryption = EncryptionMode(rawValue: work.options.encryption),
-            let container = ContainerFormat(rawValue: work.options.container)
+            let container = ContainerFormat(rawValue: work.options.container),
+            (watermark == nil) == (work.options.watermark == nil)
         else {
             throw PackagingFailure("the job asks for \(work.options.stored), which this packager does not know")
         }
@@ -30,6 +34,8 @@ public struct PackagerEngine: PackagingEngine {
         options.container = container
         options.containerIsDefault = work.options.containerIsDefault
         options.keyPeriod = work.options.keyPeriod
+        options.watermark = watermark
+        if let seconds = work.options.segmentDuration { options.segmentDuration = seconds }
         let cancellation = PackagingCancellation()
         if isCancelled() { throw PackagingFailure("packaging was cancelled", cancelled: true) }
         do {
