@@ -9,6 +9,9 @@ let fuzzers: [(name: String, module: String)] = [
     ("json", "FuzzJSON"), ("request-bodies", "FuzzRequestBodies"), ("http", "FuzzHTTP"),
     ("recorder-rules", "FuzzRecorderRules"), ("transport-stream", "FuzzTransportStream"), ("h264", "FuzzH264"),
     ("hevc", "FuzzHEVC"), ("audio", "FuzzAudio"), ("playlist", "FuzzPlaylist"), ("cmaf", "FuzzCMAF"),
+    ("config", "FuzzConfig"), ("cmaf-verify", "FuzzCMAFVerify"), ("mpd", "FuzzMPD"),
+    ("mpd-round-trip", "FuzzMPDRoundTrip"),
+    ("package-verify", "FuzzPackageVerify"),
 ]
 
 let package = Package(

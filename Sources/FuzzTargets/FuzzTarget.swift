@@ -30,6 +30,20 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case cmaf
     /// The HLS media and master playlist parsers and the attribute-list parser, strict and lenient.
     case playlist
+    /// The serve config file (`guard-play serve --config`), and the settings it read written back and
+    /// read again to the same settings.
+    case config
+    /// The verifier's readers of the CMAF protection boxes: `tenc`, and `trun`, `senc`, `saiz`, `saio`
+    /// of a fragment, each table checked to stay inside its box and agree with the others, then each
+    /// sample decrypted with its record.
+    case cmafVerify = "cmaf-verify"
+    /// The DASH MPD reader (`ParsedDASHManifest`, with its XML subset parser) over arbitrary text.
+    case mpd
+    /// The DASH MPD writer's round trip: a manifest made from the input, written, read back, equal.
+    case mpdRoundTrip = "mpd-round-trip"
+    /// Differential: a random valid H.264 and AAC stream made from the input, packaged as TS SAMPLE-AES
+    /// and as CMAF `cbcs` and `cenc`, then read back and decrypted by the verifier's readers, bit for bit.
+    case packageVerify = "package-verify"
     /// Not a parser: traps on an input that starts with `CANARY`, so a test can show that a trapping
     /// input fails the replay (`FuzzCorpusTests`).
     case canary
@@ -50,6 +64,11 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .audio: MediaFuzzing.audio(data)
         case .cmaf: CMAFFuzzing.cmaf(data)
         case .playlist: MediaFuzzing.playlist(data)
+        case .config: ConfigFuzzing.parse(data)
+        case .cmafVerify: CMAFVerifyFuzzing.verify(data)
+        case .mpd: DASHFuzzing.read(data)
+        case .mpdRoundTrip: DASHFuzzing.roundTrip(data)
+        case .packageVerify: DifferentialFuzzing.packageThenVerify(data)
         case .canary:
             if data.starts(with: "CANARY".utf8) { fatalError("canary input: the replay must report this trap") }
         }

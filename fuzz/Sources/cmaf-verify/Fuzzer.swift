@@ -1,0 +1,8 @@
+import FuzzTargets
+
+/// libFuzzer's entry point: one input to `FuzzTarget.cmafVerify`.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    FuzzTarget.cmafVerify.run(UnsafeRawBufferPointer(start: data, count: size))
+    return 0
+}
