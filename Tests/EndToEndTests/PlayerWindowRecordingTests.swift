@@ -1,0 +1,42 @@
+import Foundation
+import ProcessTestSupport
+import Testing
+
+/// The screen-recording harness: the stream a gateway serves session S, played in a player window under
+/// Xvfb and recorded with a real `ffmpeg -f x11grab`, is ten seconds of the clip's own pictures in order
+/// (not a mask, not the black screen).
+@Suite(.serialized, .timeLimit(.minutes(20))) struct PlayerWindowRecordingTests {
+    @Test func aRecordingOfTheSessionsStreamInAPlayerWindowIsTheVideoInOrder() throws {
+        let server = try GatewayServer()
+        let admin = try server.token("admin")
+        try FileManager.default.copyItem(atPath: fixture("clip.mp4"), toPath: server.inputRoot + "/clip.mp4")
+        let created = try server.call(
+            "POST", "/v1/packaging-jobs", token: admin,
+            body: #"{"input":"clip.mp4","asset":"marked","watermark":"ab","segmentDuration":2}"#)
+        let job = try #require(created.json?["id"] as? String, "\(created.text)")
+        let finished = try server.pollJob(job, token: admin, timeout: 600) {
+            ["succeeded", "failed"].contains($0["state"] as? String)
+        }
+        try #require(finished?["state"] as? String == "succeeded", "\(String(describing: finished))")
+        let (_, token) = try server.session("marked", token: admin)
+
+        let directory = try TemporaryDirectory()
+        let recording = try PlayerWindowRecording.record(
+            "http://127.0.0.1:\(server.port)/v1/hls/marked/master.m3u8?token=\(token)", width: 640, height: 360,
+            to: directory.path("recording.mp4"), directory: directory.url.path)
+        // The clip is ten seconds; a loaded machine may stall the player or the grab a little.
+        #expect(abs(recording.duration - 10) <= 1.5, "\(recording.duration) s")
+        let matches = try PlayerWindowRecording.bestMatches(recording.path, source: fixture("clip.mp4"))
+        #expect(matches.count == recording.frames)
+        // Each recorded frame looks like a frame of the clip (a mask or the black screen correlates 0)...
+        let alike = matches.filter { $0.correlation > 0.9 }.count
+        #expect(alike >= matches.count * 9 / 10, "\(alike) of \(matches.count) frames look like the clip")
+        // ...and like the one the window showed at that moment: the matched frame advances with the
+        // recording, at one constant offset give or take half a second.
+        let offsets = matches.enumerated().map { $0.element.frame - $0.offset }.sorted()
+        let offset = offsets[offsets.count / 2]
+        let inStep = matches.enumerated().filter { abs($0.element.frame - $0.offset - offset) <= 15 }.count
+        #expect(inStep >= matches.count * 8 / 10, "\(inStep) of \(matches.count) frames in step, offset \(offset)")
+        #expect(matches.first.map { $0.frame < 45 } == true && matches.last.map { $0.frame >= 255 } == true)
+    }
+}
