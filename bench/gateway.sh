@@ -4,9 +4,12 @@
 #   - a 6-second segment from the gateway against nginx serving the same file from disk;
 #   - with `nodes` as the third argument, key delivery per node on PostgreSQL (`--store`, a throwaway
 #     cluster on a Unix socket) against the same node on SQLite, and two PostgreSQL nodes at once
-#     (32 connections each) against one (64);
+#     (32 connections each) against one (64). These run in $ROUNDS interleaved rounds (default 3), the
+#     order rotating each round so drift on a shared machine hits every configuration alike; each run
+#     follows a 2-second warm-up of the same configuration that is not counted; the goals are judged on
+#     each configuration's median, and the spread over the rounds is printed beside it;
 #   - then the gateway's RSS sampled through a longer mixed run (keys and segments), which should stay flat.
-# Usage: bench/gateway.sh [seconds per comparison run, default 15] [seconds of the RSS run, default 60] [nodes]
+# Usage: [ROUNDS=3] bench/gateway.sh [seconds per comparison run, default 15] [seconds of the RSS run, default 60] [nodes]
 # Needs: the release build (made here), ffmpeg, nginx, wrk, curl; for `nodes`, Debian's postgresql.
 # Results go in docs/PERFORMANCE.md.
 set -euo pipefail
@@ -130,7 +133,7 @@ measure() {
     [ $# -lt 3 ] || script=(-s "$2" "$url" -- "$3")
     [ $# -ge 3 ] || script=("$url")
     local output
-    output=$(wrk -t"$threads" -c"${conns:-$connections}" -d"${duration}s" --latency "${script[@]}")
+    output=$(wrk -t"${wrk_threads:-$threads}" -c"${conns:-$connections}" -d"${seconds:-$duration}s" --latency "${script[@]}")
     echo "$output" > "$work/wrk-$(date +%s%N).txt"
     local rps p99 mbps
     rps=$(echo "$output" | awk '/^Requests\/sec:/ {print $2}')
@@ -176,12 +179,20 @@ if [ "$nodes" = nodes ]; then
     trap 'cleanup; "${as_owner[@]}" "$pg_bin/pg_ctl" -D "$pg/data" -m fast -w stop > /dev/null' EXIT
     "$pg_bin/createdb" -h "$pg" -U postgres bench
     store="postgresql:///bench?host=$pg&user=postgres"
+    # Node 1 is the one-node configuration, with one HTTP thread per core as the SQLite node has.
+    # Nodes 2 and 3 are the two-node configuration: two nodes sharing the two cores get half the
+    # threads each (and each its own wrk with half of wrk's threads), so both configurations run the
+    # same number of HTTP and client threads and differ only in being one process or two. (With a
+    # thread per core each, eight busy threads on two cores time-slice; see docs/PERFORMANCE.md.)
+    half_threads=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
     pg_ports=()
-    for node in 1 2; do
+    for node in 1 2 3; do
         port=$(free_port)
-        # Both nodes share one data directory, as nodes share their asset storage.
+        node_threads=$(nproc)
+        [ "$node" = 1 ] || node_threads=$half_threads
+        # All nodes share one data directory, as nodes share their asset storage.
         "$binary" serve --store "$store" --data "$work/pgdata" --listen "127.0.0.1:$port" \
-            --import-root "$work/imports" --threads "$(nproc)" --drain 0 > "$work/pg$node.out" 2> "$work/pg$node.err" &
+            --import-root "$work/imports" --threads "$node_threads" --drain 0 > "$work/pg$node.out" 2> "$work/pg$node.err" &
         pids+=($!)
         for _ in $(seq 100); do grep -q listening "$work/pg$node.out" 2>/dev/null && break; sleep 0.1; done
         pg_ports+=("$port")
@@ -189,7 +200,7 @@ if [ "$nodes" = nodes ]; then
     pg_token=$("$binary" tokens create --scope admin --store "$store" --data "$work/pgdata" 2>/dev/null)
     curl -sf -X PUT -H "Authorization: Bearer $pg_token" "http://127.0.0.1:${pg_ports[0]}/v1/assets/clip" \
         -d "{\"directory\":\"$work/imports/clip\",\"keys\":[{\"kid\":\"$kid\",\"key\":\"$key_hex\"}]}" > /dev/null
-    # Sessions made on node 1 serve keys on both: node 2 reads each from the database once.
+    # Sessions made on node 1 serve keys on every node: the others read each from the database once.
     session_paths "${pg_ports[0]}" "$work/pg-key-paths.txt" "$pg_token"
     for port in "${pg_ports[@]}"; do
         check=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' \
@@ -197,33 +208,81 @@ if [ "$nodes" = nodes ]; then
         [ "$check" = "200 16" ] || { echo "PostgreSQL node $port key check failed: $check" >&2; exit 1; }
     done
 
-    read -r s_rps s_p99 _ <<< "$(measure "http://127.0.0.1:$gateway_port" "$work/paths.lua" "$work/key-paths.txt")"
-    read -r p_rps p_p99 _ p_requests <<< "$(measure "http://127.0.0.1:${pg_ports[0]}" "$work/paths.lua" "$work/pg-key-paths.txt")"
-    # Two nodes at once on the same cores, 32 connections each.
-    conns=$((connections / 2)) measure "http://127.0.0.1:${pg_ports[0]}" "$work/paths.lua" "$work/pg-key-paths.txt" \
-        > "$work/two-1.txt" &
-    two_1=$!
-    conns=$((connections / 2)) measure "http://127.0.0.1:${pg_ports[1]}" "$work/paths.lua" "$work/pg-key-paths.txt" \
-        > "$work/two-2.txt" &
-    two_2=$!
-    wait "$two_1" "$two_2"
-    read -r t1_rps t1_p99 _ t1_requests < "$work/two-1.txt"
-    read -r t2_rps t2_p99 _ t2_requests < "$work/two-2.txt"
-    t_rps=$(awk -v a="$t1_rps" -v b="$t2_rps" 'BEGIN {print a + b}')
-    t_p99=$(awk -v a="$t1_p99" -v b="$t2_p99" 'BEGIN {print (a > b ? a : b)}')
+    # One configuration's run → "requests/s p99-ms", after a warm-up of the same configuration.
+    run_sqlite() {
+        seconds=2 measure "http://127.0.0.1:$gateway_port" "$work/paths.lua" "$work/key-paths.txt" > /dev/null
+        local rps p99
+        read -r rps p99 _ <<< "$(measure "http://127.0.0.1:$gateway_port" "$work/paths.lua" "$work/key-paths.txt")"
+        echo "$rps $p99"
+    }
+    run_pg() {
+        seconds=2 measure "http://127.0.0.1:${pg_ports[0]}" "$work/paths.lua" "$work/pg-key-paths.txt" > /dev/null
+        local rps p99
+        read -r rps p99 _ <<< "$(measure "http://127.0.0.1:${pg_ports[0]}" "$work/paths.lua" "$work/pg-key-paths.txt")"
+        echo "$rps $p99"
+    }
+    # Nodes 2 and 3 at once, 32 connections each: requests/s summed, p99 the worse of the two.
+    run_two() {
+        local seconds_each waits
+        for seconds_each in 2 "$duration"; do
+            waits=()
+            for node in 1 2; do
+                seconds=$seconds_each conns=$((connections / 2)) wrk_threads=$(( threads / 2 > 0 ? threads / 2 : 1 )) \
+                    measure "http://127.0.0.1:${pg_ports[$node]}" "$work/paths.lua" "$work/pg-key-paths.txt" \
+                    > "$work/two-$node.txt" &
+                waits+=($!)
+            done
+            for pid in "${waits[@]}"; do wait "$pid" || exit 1; done
+        done
+        local a_rps a_p99 b_rps b_p99
+        read -r a_rps a_p99 _ < "$work/two-1.txt"
+        read -r b_rps b_p99 _ < "$work/two-2.txt"
+        awk -v a="$a_rps" -v b="$b_rps" -v p="$a_p99" -v q="$b_p99" 'BEGIN {print a + b, (p > q ? p : q)}'
+    }
 
-    printf '\n%-34s %12s %10s\n' "key endpoint, 64 connections" "requests/s" "p99 ms"
-    printf '%-34s %12.0f %10.2f\n' "one node, SQLite" "$s_rps" "$s_p99"
-    printf '%-34s %12.0f %10.2f\n' "one node, PostgreSQL" "$p_rps" "$p_p99"
-    printf '%-34s %12.0f %10.2f\n' "two PostgreSQL nodes (32 + 32)" "$t_rps" "$t_p99"
+    rounds=${ROUNDS:-3}
+    order=(sqlite pg two)
+    : > "$work/rounds.txt"
+    printf '\n%-6s %-10s %12s %10s\n' "round" "config" "requests/s" "p99 ms"
+    for round in $(seq "$rounds"); do
+        for k in 0 1 2; do
+            config=${order[$(( (round - 1 + k) % 3 ))]}
+            read -r rps p99 <<< "$(run_"$config")"
+            [ -n "$p99" ] || { echo "round $round, $config: the run failed" >&2; exit 1; }
+            echo "$round $config $rps $p99" >> "$work/rounds.txt"
+            printf '%-6s %-10s %12.0f %10.2f\n' "$round" "$config" "$rps" "$p99"
+        done
+    done
+    # Median (and min–max) of column $2 (3 requests/s, 4 p99) for configuration $1.
+    median() { awk -v c="$1" -v f="$2" '$2 == c {print $f}' "$work/rounds.txt" | sort -g | awk '{v[NR] = $1} END {print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[1], v[NR]}'; }
+    read -r s_rps s_min s_max <<< "$(median sqlite 3)"
+    read -r p_rps p_min p_max <<< "$(median pg 3)"
+    read -r t_rps t_min t_max <<< "$(median two 3)"
+    read -r s_p99 s_p99_min s_p99_max <<< "$(median sqlite 4)"
+    read -r p_p99 p_p99_min p_p99_max <<< "$(median pg 4)"
+    read -r t_p99 t_p99_min t_p99_max <<< "$(median two 4)"
+
+    printf '\n%-34s %12s %16s %10s %14s\n' "key endpoint, 64 connections" "requests/s" "(min-max)" "p99 ms" "(min-max)"
+    printf '%-34s %12.0f %16s %10.2f %14s\n' "one node, SQLite" "$s_rps" "($(printf '%.0f-%.0f' "$s_min" "$s_max"))" "$s_p99" "($s_p99_min-$s_p99_max)"
+    printf '%-34s %12.0f %16s %10.2f %14s\n' "one node, PostgreSQL" "$p_rps" "($(printf '%.0f-%.0f' "$p_min" "$p_max"))" "$p_p99" "($p_p99_min-$p_p99_max)"
+    printf '%-34s %12.0f %16s %10.2f %14s\n' "two PostgreSQL nodes (32 + 32)" "$t_rps" "($(printf '%.0f-%.0f' "$t_min" "$t_max"))" "$t_p99" "($t_p99_min-$t_p99_max)"
+    # Per round, the PostgreSQL/SQLite and two/one ratios of the runs of that round.
+    per_round=$(awk '{r[$1 " " $2] = $3; p[$1 " " $2] = $4; n = ($1 > n ? $1 : n)} END {
+        for (i = 1; i <= n; i++) printf "%s%.2f/%.2f ms/%.2f", (i > 1 ? ", " : ""), r[i " pg"] / r[i " sqlite"], p[i " pg"], r[i " two"] / r[i " pg"]
+    }' "$work/rounds.txt")
     echo
-    echo "PostgreSQL/SQLite per node: $(awk -v p="$p_rps" -v s="$s_rps" 'BEGIN {printf "%.2f", p / s}') (goal >= 0.9)," \
+    echo "medians of $rounds rounds: PostgreSQL/SQLite per node: $(awk -v p="$p_rps" -v s="$s_rps" 'BEGIN {printf "%.2f", p / s}') (goal >= 0.9)," \
         "p99 $p_p99 ms (goal < 10); two nodes/one: $(awk -v t="$t_rps" -v p="$p_rps" 'BEGIN {printf "%.2f", t / p}') (goal >= 1)"
-    # Does the audit trail keep up? Every grant the PostgreSQL nodes served (the wrk runs and the two
-    # checks) against the rows written: at once, then once both nodes' queues are empty.
+    echo "per round (PostgreSQL/SQLite, PostgreSQL p99, two/one): $per_round"
+    # Does the audit trail keep up? Every grant the PostgreSQL nodes served (their own counters, so
+    # the warm-ups and checks count too) against the rows written: at once, then once the queues
+    # are empty.
     pg_audit() { psql -X -At -h "$pg" -U postgres -d bench -c "SELECT count(*) FROM audit WHERE action = 'key'"; }
     metric() { curl -sf -H "Authorization: Bearer $pg_token" "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m {print $2}'; }
-    served=$((p_requests + t1_requests + t2_requests + ${#pg_ports[@]}))
+    served=0
+    for port in "${pg_ports[@]}"; do
+        served=$((served + $(metric "$port" 'guardplay_key_requests_total{outcome="granted"}' | cut -d. -f1)))
+    done
     echo "key grants served by the PostgreSQL nodes: $served; audited at the end of the runs: $(pg_audit)"
     drain_start=$(date +%s.%N)
     for _ in $(seq 600); do

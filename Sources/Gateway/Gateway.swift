@@ -106,7 +106,7 @@ public final class Gateway: Sendable {
             "guardplay_license_requests_total", .counter,
             help: "Clear Key license requests by outcome (granted or the refusal reason).")
         audit = AuditLog(
-            writer: auditWriter ?? store, capacity: configuration.auditCapacity,
+            writer: auditWriter ?? store, capacity: configuration.auditCapacity, batchSize: configuration.auditBatch,
             countCapacity: configuration.auditCountCapacity, retention: configuration.auditRetention,
             interval: configuration.auditInterval, clock: clock, log: log)
         refusals = RefusalLimiter(

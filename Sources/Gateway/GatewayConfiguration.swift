@@ -25,6 +25,8 @@ public struct GatewayConfiguration: Sendable {
     public var auditInterval: TimeInterval
     /// Audit records that may wait in memory; past it the oldest are dropped (and counted).
     public var auditCapacity: Int
+    /// Queued audit records that start a write at once rather than at the next `auditInterval`.
+    public var auditBatch = 1000
     /// How long audit records and refusal counts are kept before the writer prunes them.
     public var auditRetention: TimeInterval = 30 * 86400
     /// Client addresses whose refusals are counted each minute; further addresses share one count.

@@ -63,6 +63,13 @@ public final class PeriodicThread: Sendable {
         thread.start()
     }
 
+    /// Runs the next tick now instead of at the end of the current pause (a tick running now finishes
+    /// first; the next starts as soon as it does). Does nothing unless the thread is running.
+    public func tickSoon() {
+        guard phase.withLock({ $0 == .running }) else { return }
+        wake.signal()
+    }
+
     /// Asks the thread to stop and waits for its current tick to end: for ever when `timeout` is nil, or
     /// at most `timeout` seconds, leaving a tick that hangs behind rather than hanging the caller.
     public func stop(waitingAtMost timeout: Double? = nil) {

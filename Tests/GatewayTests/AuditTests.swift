@@ -181,6 +181,26 @@ final class FailingAuditWriter: AuditWriting {
         #expect(fixture.logSink.lines.withLock { $0 }.contains { $0.contains("writing to the store again") })
     }
 
+    /// At a high rate the writer does not wait for its interval: the grant that fills a batch starts
+    /// the write, so each write (and the database's work for it) stays small.
+    @Test func writesAFullBatchAtOnceRatherThanAtTheNextInterval() throws {
+        let fixture = try GatewayFixture {
+            $0.auditInterval = 3600
+            $0.auditBatch = 50
+        }
+        let gateway = fixture.gateway
+        let (_, token) = try gateway.createSession(asset: "clip", ttl: nil)
+        try gateway.start()
+        defer { gateway.stop() }
+        // The writer's first tick (at start) takes the session record; the next is an hour away.
+        #expect(eventually { (try? fixture.store.auditCount()) == 1 })
+        for _ in 0..<49 { _ = gateway.deliverKey(kid: clipKID, token: token, remote: "10.0.0.1") }
+        usleep(100_000)
+        #expect(try fixture.store.auditCount() == 1, "49 grants, under a batch, were written before the interval")
+        _ = gateway.deliverKey(kid: clipKID, token: token, remote: "10.0.0.1")
+        #expect(eventually { (try? fixture.store.auditCount()) == 51 }, "a full batch waited for the interval")
+    }
+
     @Test func prunesRecordsPastTheRetentionInTheBackground() throws {
         let fixture = try GatewayFixture {
             $0.auditRetention = 86400

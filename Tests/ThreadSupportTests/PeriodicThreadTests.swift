@@ -16,6 +16,19 @@ import ThreadSupport
         #expect(ticks.withLock { $0 } == stopped, "a tick ran after stop returned")
     }
 
+    @Test func tickSoonRunsTheNextTickWithoutWaitingForTheInterval() {
+        let ticks = Mutex(0)
+        let thread = PeriodicThread(name: "test-soon", interval: 3600) { ticks.withLock { $0 += 1 } }
+        defer { thread.stop() }
+        #expect(eventually { ticks.withLock { $0 } == 1 }, "the first tick did not run")
+        thread.tickSoon()
+        #expect(eventually { ticks.withLock { $0 } == 2 }, "tickSoon waited for the hour-long interval")
+        thread.stop()
+        thread.tickSoon()
+        usleep(20_000)
+        #expect(ticks.withLock { $0 } == 2, "a tick ran after stop")
+    }
+
     @Test func startsOnlyOnceAndNotAfterStop() {
         let ticks = Mutex(0)
         let thread = PeriodicThread(name: "test-once", interval: 60)
