@@ -15,17 +15,7 @@ import Testing
     @Test func aWatermarkedJobServesEachSessionItsOwnVariantsAndRefusesAnotherSessions() throws {
         let server = try GatewayServer()
         let admin = try server.token("admin")
-        try FileManager.default.copyItem(atPath: fixture("clip.mp4"), toPath: server.inputRoot + "/clip.mp4")
-        let created = try server.call(
-            "POST", "/v1/packaging-jobs", token: admin,
-            body: #"{"input":"clip.mp4","asset":"marked","watermark":"ab","segmentDuration":2}"#)
-        try #require(created.status == 202, "\(created.text)")
-        #expect(created.json?["watermark"] as? String == "ab" && created.json?["segmentDuration"] as? Double == 2)
-        let job = try #require(created.json?["id"] as? String)
-        let finished = try server.pollJob(job, token: admin, timeout: 600) {
-            ["succeeded", "failed"].contains($0["state"] as? String)
-        }
-        #expect(finished?["state"] as? String == "succeeded", "\(String(describing: finished))")
+        let job = try server.packageWatermarkedClip(token: admin)
 
         // The asset has the watermark of 2-second segments, and its variant files are the job's output.
         let summary = try #require(
@@ -112,5 +102,24 @@ import Testing
         #expect((refused.json?["detail"] as? String)?.hasPrefix(says) == true, "\(refused.text)")
         let listed = try server.call("GET", "/v1/packaging-jobs", token: admin)
         #expect((listed.json?["items"] as? [Any])?.isEmpty == true, "\(listed.text)")
+    }
+}
+
+extension GatewayServer {
+    /// Packages the `clip` fixture through a job with `"watermark": "ab"` and 2-second segments as asset
+    /// `asset`, waits for it to succeed, and returns the job's ID.
+    func packageWatermarkedClip(token: String, asset: String = "marked") throws -> String {
+        try FileManager.default.copyItem(atPath: fixture("clip.mp4"), toPath: inputRoot + "/clip.mp4")
+        let created = try call(
+            "POST", "/v1/packaging-jobs", token: token,
+            body: #"{"input":"clip.mp4","asset":"\#(asset)","watermark":"ab","segmentDuration":2}"#)
+        try #require(created.status == 202, "\(created.text)")
+        #expect(created.json?["watermark"] as? String == "ab" && created.json?["segmentDuration"] as? Double == 2)
+        let job = try #require(created.json?["id"] as? String)
+        let finished = try pollJob(job, token: token, timeout: 600) {
+            ["succeeded", "failed"].contains($0["state"] as? String)
+        }
+        try #require(finished?["state"] as? String == "succeeded", "\(String(describing: finished))")
+        return job
     }
 }

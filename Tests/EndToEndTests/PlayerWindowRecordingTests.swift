@@ -9,15 +9,7 @@ import Testing
     @Test func aRecordingOfTheSessionsStreamInAPlayerWindowIsTheVideoInOrder() throws {
         let server = try GatewayServer()
         let admin = try server.token("admin")
-        try FileManager.default.copyItem(atPath: fixture("clip.mp4"), toPath: server.inputRoot + "/clip.mp4")
-        let created = try server.call(
-            "POST", "/v1/packaging-jobs", token: admin,
-            body: #"{"input":"clip.mp4","asset":"marked","watermark":"ab","segmentDuration":2}"#)
-        let job = try #require(created.json?["id"] as? String, "\(created.text)")
-        let finished = try server.pollJob(job, token: admin, timeout: 600) {
-            ["succeeded", "failed"].contains($0["state"] as? String)
-        }
-        try #require(finished?["state"] as? String == "succeeded", "\(String(describing: finished))")
+        _ = try server.packageWatermarkedClip(token: admin)
         let (_, token) = try server.session("marked", token: admin)
 
         let directory = try TemporaryDirectory()
