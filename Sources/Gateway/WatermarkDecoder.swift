@@ -19,6 +19,15 @@ public struct WatermarkIdentification: Sendable, Equatable {
     public let falseMatchProbability: Double
     /// False when fewer than `WatermarkDecoder.minimumBits` bits were read.
     public let enoughMaterial: Bool
+    /// The candidates compared.
+    public var candidates = 0
+    /// The candidate that fitted second best, and its bit error rate and false-match probability: how
+    /// near the best wrong session came.
+    public var runnerUp: String? = nil
+    public var runnerUpBitErrorRate = 0.5
+    public var runnerUpFalseMatchProbability = 1.0
+    /// Candidates other than the best whose bit error rate is at most 0.25.
+    public var closeCandidates = 0
 }
 
 /// Names the session behind a copy from per-segment soft scores: it de-permutes the scores onto the
@@ -55,6 +64,8 @@ public struct WatermarkDecoder: Sendable {
         }
         let read = soft.indices.filter { soft[$0] != 0 }
         var best: (session: String, correlation: Double, agreements: Int)?
+        var second: (session: String, correlation: Double, agreements: Int)?
+        var close = 0
         for candidate in candidates {
             let codeword = watermark.codeword(session: candidate)
             var correlation = 0.0
@@ -64,7 +75,13 @@ public struct WatermarkDecoder: Sendable {
                 correlation += sign * soft[position]
                 if sign * soft[position] > 0 { agreements += 1 }
             }
-            if best == nil || correlation > best!.correlation { best = (candidate, correlation, agreements) }
+            if 4 * (read.count - agreements) <= read.count { close += 1 }
+            if best == nil || correlation > best!.correlation {
+                second = best
+                best = (candidate, correlation, agreements)
+            } else if second == nil || correlation > second!.correlation {
+                second = (candidate, correlation, agreements)
+            }
         }
         let enough = read.count >= Self.minimumBits
         guard let best, !read.isEmpty else {
@@ -72,13 +89,22 @@ public struct WatermarkDecoder: Sendable {
                 session: nil, bestCandidate: nil, segments: segments, bitsRead: read.count, bitErrorRate: 0.5,
                 falseMatchProbability: 1, enoughMaterial: enough)
         }
-        let falseMatch = min(
-            1, Double(candidates.count) * Self.binomialTail(trials: read.count, atLeast: best.agreements))
-        return WatermarkIdentification(
-            session: enough && falseMatch <= threshold ? best.session : nil, bestCandidate: best.session,
-            segments: segments, bitsRead: read.count,
+        func falseMatch(_ agreements: Int) -> Double {
+            min(1, Double(candidates.count) * Self.binomialTail(trials: read.count, atLeast: agreements))
+        }
+        var found = WatermarkIdentification(
+            session: enough && falseMatch(best.agreements) <= threshold ? best.session : nil,
+            bestCandidate: best.session, segments: segments, bitsRead: read.count,
             bitErrorRate: Double(read.count - best.agreements) / Double(read.count),
-            falseMatchProbability: falseMatch, enoughMaterial: enough)
+            falseMatchProbability: falseMatch(best.agreements), enoughMaterial: enough)
+        found.candidates = candidates.count
+        found.closeCandidates = max(0, close - (4 * (read.count - best.agreements) <= read.count ? 1 : 0))
+        if let second {
+            found.runnerUp = second.session
+            found.runnerUpBitErrorRate = Double(read.count - second.agreements) / Double(read.count)
+            found.runnerUpFalseMatchProbability = falseMatch(second.agreements)
+        }
+        return found
     }
 
     /// P[Bin(trials, ½) ≥ atLeast], exact for up to 64 trials (binomial coefficients in Double).

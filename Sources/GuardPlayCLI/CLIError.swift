@@ -36,6 +36,18 @@ enum ExitCode: Int32, Sendable {
     case verifyInvalid = 31
     /// `catalogue`: some file was not packaged or did not verify.
     case catalogueFailed = 40
+    /// `watermark detect`: the copy matches none of the asset's sessions.
+    case watermarkNoMatch = 50
+    /// `watermark detect`: the copy shows too few segments to decide.
+    case watermarkNotEnoughMaterial = 51
+    /// `watermark detect`: the suspect is a still image.
+    case watermarkStillImage = 52
+    /// `watermark detect`: the suspect has audio and no video.
+    case watermarkAudioOnly = 53
+    /// `watermark detect`: the asset has no A/B watermark.
+    case watermarkAssetUnmarked = 54
+    /// `watermark detect`: the store has no such asset.
+    case watermarkAssetUnknown = 55
     /// The command was interrupted by a signal.
     case interrupted = 130
 }

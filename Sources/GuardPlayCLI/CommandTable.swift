@@ -50,6 +50,9 @@ struct CommandTable {
         Command(
             name: "tokens", summary: summary("tokens"), help: TokensCommand.help, options: TokensCommand.options,
             actions: ["create", "list", "revoke"]),
+        Command(
+            name: "watermark", summary: summary("watermark"), help: WatermarkCommand.help,
+            options: WatermarkCommand.options, actions: ["detect"]),
     ]
 
     /// The top level's own options, beside the play command's.

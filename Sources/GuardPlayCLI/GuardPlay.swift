@@ -11,6 +11,7 @@ enum GuardPlay {
                guard-play catalogue DIR --out OUT   package and verify every media file under DIR
                guard-play serve [options]           run the gateway
                guard-play tokens create --scope S   create an API token
+               guard-play watermark detect FILE --asset ID   name the session behind a leaked copy
                guard-play help [COMMAND | --man] | --version | --completion bash|zsh
         """
 
@@ -46,6 +47,8 @@ enum GuardPlay {
                 return try ServeCommand.run(Array(arguments.dropFirst())).rawValue
             case "tokens":
                 return try TokensCommand.run(Array(arguments.dropFirst())).rawValue
+            case "watermark":
+                return try WatermarkCommand.run(Array(arguments.dropFirst())).rawValue
             case let word?:
                 if let command = misspelledCommand(word) {
                     throw CLIError(.usage, "'\(word)' is neither a command nor a file; did you mean '\(command)'?")
@@ -62,7 +65,7 @@ enum GuardPlay {
     }
 
     /// The subcommands, for suggestions.
-    static let commands = ["package", "verify", "catalogue", "serve", "tokens", "help", "version"]
+    static let commands = ["package", "verify", "catalogue", "serve", "tokens", "watermark", "help", "version"]
 
     /// The command `word` was likely meant to be, when it names no file and is a typo of one
     /// (`pakage`); nil otherwise, so a missing media file still gets its own message.
@@ -78,6 +81,7 @@ enum GuardPlay {
         case "catalogue": CatalogueCommand.help
         case "serve": ServeCommand.help
         case "tokens": TokensCommand.help
+        case "watermark": WatermarkCommand.help
         case "play": PlayCommand.help
         default: usage + "\n\n" + PlayCommand.help
         }

@@ -245,6 +245,14 @@ extension SQLStore {
         }
     }
 
+    /// The IDs of every stored session of `asset`, ordered by ID.
+    public func sessionIDs(asset: String) throws(StoreError) -> [String] {
+        try with { database throws(StoreError) in
+            try database.query("SELECT id FROM sessions WHERE asset_id = ? ORDER BY id", [.text(asset)])
+                .compactMap { $0.first?.text }
+        }
+    }
+
     static let sessionColumns = "SELECT id, asset_id, created_at, expires_at, revoked_at FROM sessions"
 
     static func session(from row: [SQLValue]) -> SessionRecord {

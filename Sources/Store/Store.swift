@@ -54,6 +54,9 @@ public protocol Store: AuditWriting {
     func sessions(unexpiredAt date: Date) throws(StoreError) -> [SessionRecord]
     /// Deletes sessions that expired before `date`; returns how many.
     func deleteSessions(expiredBefore date: Date) throws(StoreError) -> Int
+    /// The IDs of every session of asset `asset` still stored (revoked and expired ones included until
+    /// they are deleted), ordered by ID: the candidates a watermark detector looks a copy up among.
+    func sessionIDs(asset: String) throws(StoreError) -> [String]
 
     // Session events: what a resumed event stream missed, and for the nodes sharing a store what
     // the others did.

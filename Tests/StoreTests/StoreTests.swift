@@ -190,6 +190,20 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         #expect(try store.sessions(unexpiredAt: epoch).map(\.id) == ["a"])
     }
 
+    @Test(arguments: Backend.allCases) func listsAnAssetsSessionIDsRevokedAndExpiredIncluded(_ backend: Backend) throws {
+        let temporary = try TemporaryStore(backend)
+        let store = temporary.store
+        for (id, asset) in [("s2", "clip"), ("s1", "clip"), ("t1", "other"), ("s3", "clip")] {
+            try store.insertSession(SessionRecord(id: id, assetID: asset, createdAt: epoch, expiresAt: epoch + 60))
+        }
+        #expect(try store.revokeSession("s3", at: epoch + 1))
+        #expect(try store.sessionIDs(asset: "clip") == ["s1", "s2", "s3"])
+        #expect(try store.sessionIDs(asset: "other") == ["t1"])
+        #expect(try store.sessionIDs(asset: "none").isEmpty)
+        #expect(try store.deleteSessions(expiredBefore: epoch + 61) == 4)
+        #expect(try store.sessionIDs(asset: "clip").isEmpty)
+    }
+
     @Test(arguments: Backend.allCases) func storesTokensHashedAndRevokesThem(_ backend: Backend) throws {
         let temporary = try TemporaryStore(backend)
         let record = APITokenRecord(
