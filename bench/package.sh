@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Packaging benchmark: `guard-play package` (TS SAMPLE-AES and fMP4 `cbcs`) beside FFmpeg's clear HLS
-# remux, FFmpeg's AES-128 HLS and Shaka Packager 3.8 (TS SAMPLE-AES and fMP4 `cbcs`, the same raw key
+# remux, FFmpeg's plain MP4 remux (`-c copy -f mp4`, the peak-RSS peer of the fMP4 path), FFmpeg's
+# AES-128 HLS and Shaka Packager 3.8 (TS SAMPLE-AES and fMP4 `cbcs`, the same raw key
 # and IV, 6 s segments, no clear lead), on a 1-minute and a 10-minute 1080p H.264 + AAC file, in one run.
 #
 # Prints, per input and tool, the median wall time of RUNS interleaved runs, the throughput in MB of
@@ -87,11 +88,13 @@ summarise() {
     printf '%s %s\n' "$seconds" "$rss"
 }
 
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-8s %-34s %8s %9s %9s %7s\n' input tool seconds "MB/s" "RSS MiB" "×remux"
 for minutes in 1 10; do
     input="$work/input-${minutes}min.mp4"
     size=$(stat -c %s "$input")
     : >"$work/clear.times"
+    : >"$work/mp4.times"
     : >"$work/aes.times"
     : >"$work/gp.times"
     : >"$work/gp-fmp4.times"
@@ -101,6 +104,7 @@ for minutes in 1 10; do
     for _ in $(seq "$runs"); do
         measure_once "${ff[@]}" -i "$input" -c copy -f hls -hls_time 6 -hls_playlist_type vod \
             -hls_segment_filename "$work/out/s%05d.ts" "$work/out/index.m3u8" >>"$work/clear.times"
+        measure_once "${ff[@]}" -i "$input" -c copy -f mp4 "$work/out/remux.mp4" >>"$work/mp4.times"
         measure_once "${ff[@]}" -i "$input" -c copy -f hls -hls_time 6 -hls_playlist_type vod \
             -hls_key_info_file "$work/keyinfo" -hls_segment_filename "$work/out/s%05d.ts" \
             "$work/out/index.m3u8" >>"$work/aes.times"
@@ -114,12 +118,14 @@ for minutes in 1 10; do
         measure_once "${shaka_command[@]}" >>"$work/shaka-fmp4.times"
     done
     read -r clear_s clear_rss < <(summarise "$work/clear.times")
+    read -r mp4_s mp4_rss < <(summarise "$work/mp4.times")
     read -r aes_s aes_rss < <(summarise "$work/aes.times")
     read -r gp_s gp_rss < <(summarise "$work/gp.times")
     read -r fmp4_s fmp4_rss < <(summarise "$work/gp-fmp4.times")
     read -r shaka_s shaka_rss < <(summarise "$work/shaka.times")
     read -r shaka_fmp4_s shaka_fmp4_rss < <(summarise "$work/shaka-fmp4.times")
-    for row in "ffmpeg -c copy -f hls (clear):$clear_s:$clear_rss" "ffmpeg -f hls AES-128:$aes_s:$aes_rss" \
+    for row in "ffmpeg -c copy -f hls (clear):$clear_s:$clear_rss" "ffmpeg -c copy -f mp4 (clear):$mp4_s:$mp4_rss" \
+        "ffmpeg -f hls AES-128:$aes_s:$aes_rss" \
         "guard-play package SAMPLE-AES:$gp_s:$gp_rss" "guard-play package fmp4 cbcs:$fmp4_s:$fmp4_rss" \
         "shaka-packager TS SAMPLE-AES:$shaka_s:$shaka_rss" "shaka-packager fmp4 cbcs:$shaka_fmp4_s:$shaka_fmp4_rss"; do
         IFS=: read -r tool seconds rss <<<"$row"
@@ -129,5 +135,10 @@ for minutes in 1 10; do
     awk -v ts="$gp_s" -v f="$fmp4_s" 'BEGIN { printf "         fmp4 cbcs / TS SAMPLE-AES time: %.2f\n", f / ts }'
     awk -v g="$gp_s" -v s="$shaka_s" -v gf="$fmp4_s" -v sf="$shaka_fmp4_s" 'BEGIN {
         printf "         guard-play / Shaka Packager throughput: TS %.2f×, fmp4 cbcs %.2f×\n", s / g, sf / gf }'
+    # Every run's seconds, sorted, for the spread.
+    for times in gp gp-fmp4 shaka shaka-fmp4; do
+        printf '         %-10s runs (s): %s\n' "$times" "$(cut -d' ' -f1 "$work/$times.times" | sort -n | tr '\n' ' ')"
+    done
+    printf '         peak RSS KiB: fmp4 %s, ffmpeg mp4 remux %s\n' "$fmp4_rss" "$mp4_rss"
 done
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; median of $runs interleaved runs"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; median of $runs interleaved runs"

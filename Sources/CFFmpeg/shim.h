@@ -4,6 +4,7 @@
 #define CFFMPEG_SHIM_H
 
 #include <errno.h>
+#include <malloc.h>
 #include <libavcodec/avcodec.h>
 #include <libavcodec/bsf.h>
 #include <libavformat/avformat.h>
@@ -30,5 +31,9 @@ static inline int cffmpeg_averror_exit(void) { return AVERROR_EXIT; }
 static inline int64_t cffmpeg_nopts_value(void) { return AV_NOPTS_VALUE; }
 static inline AVRational cffmpeg_time_base_q(void) { return AV_TIME_BASE_Q; }
 static inline uint32_t cffmpeg_mktag(uint8_t a, uint8_t b, uint8_t c, uint8_t d) { return MKTAG(a, b, c, d); }
+
+// glibc's mallopt(M_MMAP_THRESHOLD, bytes), which Swift's Glibc module does not export (malloc.h):
+// a fixed threshold stops glibc raising it to the size of each large block freed. 1 on success.
+static inline int cffmpeg_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }
 
 #endif

@@ -24,6 +24,14 @@ public final class Packet {
 
     deinit { freePacket(pointer) }
 
+    /// A second owner of this packet (`av_packet_ref`): a reference-counted payload, as the demuxer's,
+    /// is shared, not copied, and stays valid after this packet is unreferenced and read into again.
+    public func reference() throws(MediaError) -> Packet {
+        let copy = Packet()
+        try check(av_packet_ref(copy.pointer, pointer), "av_packet_ref")
+        return copy
+    }
+
     /// The index of the stream this packet belongs to.
     public var streamIndex: Int {
         get { Int(pointer.pointee.stream_index) }

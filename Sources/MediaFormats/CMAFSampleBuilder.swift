@@ -1,12 +1,32 @@
-/// A codec's conversion of the packager's Annex-B access units into CMAF samples.
+/// A codec's conversion of the packager's video samples into CMAF samples.
 public protocol CMAFSampleBuilding {
-    /// Appends the sample of the NAL units at `nalUnits` of `bytes` to `output`; returns, per NAL unit
-    /// kept, its stored size and clear bytes.
-    mutating func append(_ bytes: UnsafeRawBufferPointer, nalUnits: [Range<Int>], to output: ByteBuffer)
-        throws(FormatError) -> [(size: Int, clear: Int)]
+    /// Appends the sample of the NAL units at `nalUnits` of `bytes`, with `parameterSets` put before
+    /// `nalUnits[position]`, to `output`; returns, per NAL unit kept, its stored size and clear bytes.
+    /// `bytes` may be Annex-B or length-prefixed: only the ranges are read.
+    mutating func append(
+        _ bytes: UnsafeRawBufferPointer, nalUnits: [Range<Int>], inserting parameterSets: [[UInt8]],
+        before position: Int, to output: ByteBuffer
+    ) throws(FormatError) -> [(size: Int, clear: Int)]
 }
 
 extension CMAFSampleBuilding {
+    /// Appends the sample of the NAL units at `nalUnits` of `bytes` to `output`; returns, per NAL unit
+    /// kept, its stored size and clear bytes.
+    public mutating func append(_ bytes: UnsafeRawBufferPointer, nalUnits: [Range<Int>], to output: ByteBuffer)
+        throws(FormatError) -> [(size: Int, clear: Int)]
+    {
+        try append(bytes, nalUnits: nalUnits, inserting: [], before: 0, to: output)
+    }
+
+    /// Appends the sample `units` describes in `sample` (a converter's `sampleUnits(_:)`) to `output`.
+    public mutating func append(_ sample: UnsafeRawBufferPointer, units: VideoSampleUnits, to output: ByteBuffer)
+        throws(FormatError) -> [(size: Int, clear: Int)]
+    {
+        try append(
+            sample, nalUnits: units.nalUnits, inserting: units.parameterSets, before: units.parameterSetsBefore,
+            to: output)
+    }
+
     /// The sample of `unit` (Annex-B bytes and NAL ranges) and, per NAL unit kept, its stored size and
     /// clear bytes.
     public mutating func sample(bytes: [UInt8], nalUnits: [Range<Int>]) throws(FormatError) -> (
@@ -18,7 +38,28 @@ extension CMAFSampleBuilding {
         }
         return (sample.bytes, units)
     }
+}
 
+/// Calls `body` with each NAL unit of a sample in order, the parameter sets inserted before
+/// `nalUnits[position]` (or last, when `position` is past the end) included; `body` gets the unit, its
+/// index in that order and its offset in `bytes` (nil for an inserted parameter set).
+func forEachNALUnit(
+    _ bytes: UnsafeRawBufferPointer, nalUnits: [Range<Int>], inserting parameterSets: [[UInt8]], before position: Int,
+    _ body: (UnsafeRawBufferPointer, Int, Int?) throws(FormatError) -> Void
+) throws(FormatError) {
+    var index = 0
+    func inserted() throws(FormatError) {
+        for set in parameterSets {
+            try set.withBytes { raw throws(FormatError) in try body(raw, index, nil) }
+            index += 1
+        }
+    }
+    for (at, range) in nalUnits.enumerated() {
+        if at == position { try inserted() }
+        try body(UnsafeRawBufferPointer(rebasing: bytes[range]), index, range.lowerBound)
+        index += 1
+    }
+    if position >= nalUnits.count { try inserted() }
 }
 
 /// Turns the packager's Annex-B H.264 access units into CMAF samples: 4-byte NAL lengths, no access
@@ -38,34 +79,37 @@ public struct H264SampleBuilder: CMAFSampleBuilding {
     /// A builder that has seen no access unit yet.
     public init() {}
 
-    /// Appends the sample of the NAL units at `nalUnits` of `bytes` to `output`; returns, per NAL unit
-    /// kept, its stored size and clear bytes.
-    public mutating func append(_ bytes: UnsafeRawBufferPointer, nalUnits: [Range<Int>], to output: ByteBuffer)
-        throws(FormatError) -> [(size: Int, clear: Int)]
-    {
+    /// Appends the sample of the NAL units at `nalUnits` of `bytes`, with `inserted` parameter sets put
+    /// before `nalUnits[position]`, to `output`; returns, per NAL unit kept, its stored size and clear
+    /// bytes.
+    public mutating func append(
+        _ bytes: UnsafeRawBufferPointer, nalUnits: [Range<Int>], inserting inserted: [[UInt8]],
+        before position: Int, to output: ByteBuffer
+    ) throws(FormatError) -> [(size: Int, clear: Int)] {
         var units: [(size: Int, clear: Int)] = []
-        units.reserveCapacity(nalUnits.count)
-        for (index, range) in nalUnits.enumerated() where !range.isEmpty {
-            let type = NALUnitType.of(bytes[range.lowerBound])
-            var clear = range.count
+        units.reserveCapacity(nalUnits.count + inserted.count)
+        try forEachNALUnit(bytes, nalUnits: nalUnits, inserting: inserted, before: position) {
+            (nal, index, _) throws(FormatError) in
+            guard !nal.isEmpty else { return }
+            let type = NALUnitType.of(nal[0])
+            var clear = nal.count
             switch type {
             case NALUnitType.accessUnitDelimiter:
-                continue
+                return
             case NALUnitType.sequenceParameterSet, NALUnitType.pictureParameterSet:
-                let nal = Array(bytes[range])
-                try parameterSets.take(nal)
+                let set = Array(nal)
+                try self.parameterSets.take(set)
                 if !configured {
                     if type == NALUnitType.sequenceParameterSet {
-                        sequenceParameterSets.append(nal)
+                        sequenceParameterSets.append(set)
                     } else {
-                        pictureParameterSets.append(nal)
+                        pictureParameterSets.append(set)
                     }
-                    continue
+                    return
                 }
-                if sequenceParameterSets.contains(nal) || pictureParameterSets.contains(nal) { continue }
+                if sequenceParameterSets.contains(set) || pictureParameterSets.contains(set) { return }
             case NALUnitType.nonIDRSlice, NALUnitType.idrSlice:
-                let header = try H264SliceHeader(
-                    nal: UnsafeRawBufferPointer(rebasing: bytes[range]), parameterSets: parameterSets)
+                let header = try H264SliceHeader(nal: nal, parameterSets: self.parameterSets)
                 clear = header.storedLength
             case 2, 3, 4, 14, 15, 20, 21:
                 throw FormatError(
@@ -75,8 +119,8 @@ public struct H264SampleBuilder: CMAFSampleBuilding {
             default:
                 break
             }
-            output.appendLengthPrefixed(UnsafeRawBufferPointer(rebasing: bytes[range]))
-            units.append((4 + range.count, 4 + clear))
+            output.appendLengthPrefixed(nal)
+            units.append((4 + nal.count, 4 + clear))
         }
         if !configured {
             guard !sequenceParameterSets.isEmpty, !pictureParameterSets.isEmpty else {

@@ -118,6 +118,25 @@ public struct H264AnnexBConverter: Sendable {
 
     /// Converts one sample, or returns nil when it holds no NAL unit at all.
     public mutating func convert(_ sample: UnsafeRawBufferPointer) throws(FormatError) -> H264AccessUnit? {
+        guard let units = try sampleUnits(sample) else { return nil }
+        var unit = H264AccessUnit(bytes: [], nalUnits: [], containsIDR: units.isRandomAccess)
+        unit.bytes.reserveCapacity(sample.count + 64 + (units.isRandomAccess ? 256 : 0))
+        func append(_ payload: UnsafeRawBufferPointer) {
+            unit.bytes.append(contentsOf: H264AnnexBConverter.startCode)
+            let start = unit.bytes.count
+            unit.bytes.appendBytes(payload)
+            unit.nalUnits.append(start..<unit.bytes.count)
+        }
+        H264AnnexBConverter.accessUnitDelimiter.withUnsafeBytes { append($0) }
+        for set in units.parameterSets { set.withUnsafeBytes { append($0) } }
+        for range in units.nalUnits { append(UnsafeRawBufferPointer(rebasing: sample[range])) }
+        return unit
+    }
+
+    /// The NAL units of one sample as `convert(_:)` orders them, without copying: their ranges in
+    /// `sample` (trailing zeros trimmed, AUDs left out), and before an IDR picture the current SPS and
+    /// PPS it lacks, which go first. Nil when the sample holds no NAL unit at all.
+    public mutating func sampleUnits(_ sample: UnsafeRawBufferPointer) throws(FormatError) -> VideoSampleUnits? {
         let ranges: [Range<Int>]
         // An avcC record means length prefixes; a start-code check would misread a 4-byte length of
         // 256–511 (00 00 01 xx) as a start code.
@@ -129,49 +148,64 @@ public struct H264AnnexBConverter: Sendable {
                 throw FormatError("H.264 sample", "\(sample.count) bytes with no start code and no avcC lengths")
             }
         }
-        let trimmed = ranges.compactMap { range -> Range<Int>? in
-            var end = range.upperBound
-            while end > range.lowerBound && sample[end - 1] == 0 { end -= 1 }
-            return end > range.lowerBound ? range.lowerBound..<end : nil
-        }
-        guard !trimmed.isEmpty else { return nil }
-
+        var trimmed: [Range<Int>] = []
+        trimmed.reserveCapacity(ranges.count)
         var hasSPS = false
         var hasPPS = false
         var containsIDR = false
         var inBandSPS: [[UInt8]] = []
         var inBandPPS: [[UInt8]] = []
-        for range in trimmed {
-            switch NALUnitType.of(sample[range.lowerBound]) {
+        var any = false
+        for range in ranges {
+            var end = range.upperBound
+            while end > range.lowerBound && sample[end - 1] == 0 { end -= 1 }
+            guard end > range.lowerBound else { continue }
+            any = true
+            let nal = range.lowerBound..<end
+            switch NALUnitType.of(sample[nal.lowerBound]) {
             case NALUnitType.sequenceParameterSet:
                 hasSPS = true
-                inBandSPS.append(Array(sample[range]))
+                inBandSPS.append(Array(sample[nal]))
             case NALUnitType.pictureParameterSet:
                 hasPPS = true
-                inBandPPS.append(Array(sample[range]))
+                inBandPPS.append(Array(sample[nal]))
             case NALUnitType.idrSlice: containsIDR = true
+            case NALUnitType.accessUnitDelimiter: continue
             default: break
             }
+            trimmed.append(nal)
         }
+        guard any else { return nil }
         if !inBandSPS.isEmpty { configuration.sequenceParameterSets = inBandSPS }
         if !inBandPPS.isEmpty { configuration.pictureParameterSets = inBandPPS }
-
-        var unit = H264AccessUnit(bytes: [], nalUnits: [], containsIDR: containsIDR)
-        unit.bytes.reserveCapacity(sample.count + 64 + (containsIDR ? 256 : 0))
-        func append(_ payload: UnsafeRawBufferPointer) {
-            unit.bytes.append(contentsOf: H264AnnexBConverter.startCode)
-            let start = unit.bytes.count
-            unit.bytes.appendBytes(payload)
-            unit.nalUnits.append(start..<unit.bytes.count)
-        }
-        H264AnnexBConverter.accessUnitDelimiter.withUnsafeBytes { append($0) }
+        var sets: [[UInt8]] = []
         if containsIDR {
-            if !hasSPS { for sps in configuration.sequenceParameterSets { sps.withUnsafeBytes { append($0) } } }
-            if !hasPPS { for pps in configuration.pictureParameterSets { pps.withUnsafeBytes { append($0) } } }
+            if !hasSPS { sets += configuration.sequenceParameterSets }
+            if !hasPPS { sets += configuration.pictureParameterSets }
         }
-        for range in trimmed where NALUnitType.of(sample[range.lowerBound]) != NALUnitType.accessUnitDelimiter {
-            append(UnsafeRawBufferPointer(rebasing: sample[range]))
-        }
-        return unit
+        return VideoSampleUnits(
+            nalUnits: trimmed, parameterSets: sets, parameterSetsBefore: 0, isRandomAccess: containsIDR)
+    }
+}
+
+/// One video sample's NAL units as a converter orders them, without copying the sample: where each
+/// lies in it, and the parameter sets the converter puts before one of them (a random access picture
+/// that lacks them in band).
+public struct VideoSampleUnits: Sendable {
+    /// Where each NAL unit of the sample lies (header included, no start code or length).
+    public var nalUnits: [Range<Int>]
+    /// Parameter sets that go before `nalUnits[parameterSetsBefore]`; empty for most samples.
+    public var parameterSets: [[UInt8]]
+    /// The index in `nalUnits` the parameter sets go before.
+    public var parameterSetsBefore: Int
+    /// True when a segment may start here (an IDR or IRAP picture).
+    public var isRandomAccess: Bool
+
+    /// The units of a sample.
+    public init(nalUnits: [Range<Int>], parameterSets: [[UInt8]], parameterSetsBefore: Int, isRandomAccess: Bool) {
+        self.nalUnits = nalUnits
+        self.parameterSets = parameterSets
+        self.parameterSetsBefore = parameterSetsBefore
+        self.isRandomAccess = isRandomAccess
     }
 }

@@ -44,6 +44,28 @@ public struct HEVCAnnexBConverter: Sendable {
 
     /// Converts one sample, or returns nil when it holds no NAL unit.
     public mutating func convert(_ sample: UnsafeRawBufferPointer) throws(FormatError) -> HEVCAccessUnit? {
+        guard let units = try sampleUnits(sample) else { return nil }
+        var unit = HEVCAccessUnit(bytes: [], nalUnits: [], isRandomAccess: units.isRandomAccess)
+        unit.bytes.reserveCapacity(sample.count + 64)
+        func append(_ payload: UnsafeRawBufferPointer) {
+            unit.bytes.append(contentsOf: H264AnnexBConverter.startCode)
+            let start = unit.bytes.count
+            unit.bytes.appendBytes(payload)
+            unit.nalUnits.append(start..<unit.bytes.count)
+        }
+        for (index, range) in units.nalUnits.enumerated() {
+            if index == units.parameterSetsBefore {
+                for set in units.parameterSets { set.withUnsafeBytes { append($0) } }
+            }
+            append(UnsafeRawBufferPointer(rebasing: sample[range]))
+        }
+        return unit
+    }
+
+    /// The NAL units of one sample as `convert(_:)` orders them, without copying: their ranges in
+    /// `sample` (AUDs left out), and for an IRAP picture without parameter sets in band the latest VPS,
+    /// SPS and PPS, which go before its first VCL NAL unit. Nil when the sample holds no NAL unit.
+    public mutating func sampleUnits(_ sample: UnsafeRawBufferPointer) throws(FormatError) -> VideoSampleUnits? {
         var ranges: [Range<Int>]
         if let lengthSize {
             // hvcC means length prefixes, whatever the first bytes look like.
@@ -58,32 +80,25 @@ public struct HEVCAnnexBConverter: Sendable {
         guard !ranges.isEmpty else { return nil }
         var isRandomAccess = false
         var inBand: [[UInt8]] = []
+        var kept: [Range<Int>] = []
+        kept.reserveCapacity(ranges.count)
+        var firstVCL: Int? = nil
         for (index, range) in ranges.enumerated() {
-            let nal = Array(sample[range])
-            let header = try HEVCNALHeader(nal, structure: "HEVC NAL unit \(index) of the sample")
+            let header = try HEVCNALHeader(
+                UnsafeRawBufferPointer(rebasing: sample[range]), structure: "HEVC NAL unit \(index) of the sample")
             if header.isVCL && header.isIRAP { isRandomAccess = true }
-            if (HEVCNALHeader.vps...HEVCNALHeader.pps).contains(header.type) { inBand.append(nal) }
+            if (HEVCNALHeader.vps...HEVCNALHeader.pps).contains(header.type) {
+                inBand.append(Array(sample[range]))
+            }
+            if header.type == HEVCNALHeader.accessUnitDelimiter { continue }
+            if firstVCL == nil && header.type < 32 { firstVCL = kept.count }
+            kept.append(range)
         }
         if !inBand.isEmpty { try take(inBand, structure: "the sample's parameter sets") }
-        var unit = HEVCAccessUnit(bytes: [], nalUnits: [], isRandomAccess: isRandomAccess)
-        unit.bytes.reserveCapacity(sample.count + 64)
-        func append(_ payload: UnsafeRawBufferPointer) {
-            unit.bytes.append(contentsOf: H264AnnexBConverter.startCode)
-            let start = unit.bytes.count
-            unit.bytes.appendBytes(payload)
-            unit.nalUnits.append(start..<unit.bytes.count)
-        }
-        var setsWritten = !isRandomAccess || !inBand.isEmpty
-        for range in ranges {
-            let type = HEVCNALHeader.type(of: sample[range.lowerBound])
-            if type == HEVCNALHeader.accessUnitDelimiter { continue }
-            if !setsWritten && type < 32 {
-                for set in parameterSets { set.withUnsafeBytes { append($0) } }
-                setsWritten = true
-            }
-            append(UnsafeRawBufferPointer(rebasing: sample[range]))
-        }
-        return unit
+        let insert = isRandomAccess && inBand.isEmpty && firstVCL != nil
+        return VideoSampleUnits(
+            nalUnits: kept, parameterSets: insert ? parameterSets : [], parameterSetsBefore: firstVCL ?? 0,
+            isRandomAccess: isRandomAccess)
     }
 
     /// Replaces the known parameter sets of each type in `units` by those units, after checking they

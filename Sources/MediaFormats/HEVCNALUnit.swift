@@ -23,12 +23,21 @@ public struct HEVCNALHeader: Sendable, Equatable {
     /// The header at the start of `nal`; throws when it is shorter than two bytes, its forbidden bit is
     /// set or its temporal ID is invalid.
     public init(_ nal: [UInt8], structure: String) throws(FormatError) {
-        guard nal.count >= 2 else { throw FormatError(structure, "a NAL unit of \(nal.count) bytes has no header") }
-        guard nal[0] & 0x80 == 0 else { throw FormatError(structure, "forbidden_zero_bit is set") }
-        type = Self.type(of: nal[0])
-        layerID = (nal[0] & 1) << 5 | nal[1] >> 3
-        guard nal[1] & 7 != 0 else { throw FormatError(structure, "nuh_temporal_id_plus1 is 0") }
-        temporalID = (nal[1] & 7) - 1
+        try self.init(count: nal.count, nal.first ?? 0, nal.count > 1 ? nal[1] : 0, structure: structure)
+    }
+
+    /// The header at the start of `nal`, checked as `init(_:structure:)` checks an array's.
+    public init(_ nal: UnsafeRawBufferPointer, structure: String) throws(FormatError) {
+        try self.init(count: nal.count, nal.first ?? 0, nal.count > 1 ? nal[1] : 0, structure: structure)
+    }
+
+    private init(count: Int, _ first: UInt8, _ second: UInt8, structure: String) throws(FormatError) {
+        guard count >= 2 else { throw FormatError(structure, "a NAL unit of \(count) bytes has no header") }
+        guard first & 0x80 == 0 else { throw FormatError(structure, "forbidden_zero_bit is set") }
+        type = Self.type(of: first)
+        layerID = (first & 1) << 5 | second >> 3
+        guard second & 7 != 0 else { throw FormatError(structure, "nuh_temporal_id_plus1 is 0") }
+        temporalID = (second & 7) - 1
     }
 
     /// `nal_unit_type` from a NAL unit's first byte, with nothing checked.

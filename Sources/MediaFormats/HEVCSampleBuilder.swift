@@ -43,32 +43,38 @@ public struct HEVCSampleBuilder: Sendable, CMAFSampleBuilding {
     /// A builder that has seen no access unit yet.
     public init() {}
 
-    /// Appends the sample of the NAL units at `nalUnits` of `bytes` to `output`; returns, per NAL unit
-    /// kept, its stored size and clear bytes. Errors name the NAL unit by its index and byte offset in the
-    /// access unit.
-    public mutating func append(_ bytes: UnsafeRawBufferPointer, nalUnits: [Range<Int>], to output: ByteBuffer)
-        throws(FormatError) -> [(size: Int, clear: Int)]
-    {
+    /// Appends the sample of the NAL units at `nalUnits` of `bytes`, with `inserted` parameter sets put
+    /// before `nalUnits[position]`, to `output`; returns, per NAL unit kept, its stored size and clear
+    /// bytes. Errors name the NAL unit by its index and byte offset in the sample.
+    public mutating func append(
+        _ bytes: UnsafeRawBufferPointer, nalUnits: [Range<Int>], inserting inserted: [[UInt8]],
+        before position: Int, to output: ByteBuffer
+    ) throws(FormatError) -> [(size: Int, clear: Int)] {
         var units: [(size: Int, clear: Int)] = []
-        for (index, range) in nalUnits.enumerated() where !range.isEmpty {
-            let nal = Array(bytes[range])
-            let type = HEVCNALHeader.type(of: nal[0])
-            if type == HEVCNALHeader.accessUnitDelimiter { continue }
-            let structure = "HEVC NAL unit \(index) (type \(type), at byte \(range.lowerBound) of the access unit)"
+        units.reserveCapacity(nalUnits.count + inserted.count)
+        try forEachNALUnit(bytes, nalUnits: nalUnits, inserting: inserted, before: position) {
+            (raw, index, offset) throws(FormatError) in
+            guard !raw.isEmpty else { return }
+            let type = HEVCNALHeader.type(of: raw[0])
+            if type == HEVCNALHeader.accessUnitDelimiter { return }
+            let place =
+                offset.map { "at byte \($0) of the access unit" } ?? "a parameter set repeated before the picture"
+            let structure = "HEVC NAL unit \(index) (type \(type), \(place))"
+            let nal = Array(raw)
             let clearBytes = try clear.clearBytes(of: nal, structure: structure)
             if (HEVCNALHeader.vps...HEVCNALHeader.pps).contains(type) {
                 if !configured {
                     configurationUnits.append(nal)
-                    continue
+                    return
                 }
-                if configurationUnits.contains(nal) { continue }
+                if configurationUnits.contains(nal) { return }
                 throw FormatError(
                     structure,
                     "a parameter set that differs from the first access unit's: 'hvc1' carries every parameter set "
                         + "in hvcC, so a stream whose parameter sets change is not packaged",
                     kind: .unsupported)
             }
-            output.appendLengthPrefixed(UnsafeRawBufferPointer(rebasing: bytes[range]))
+            output.appendLengthPrefixed(raw)
             units.append((4 + nal.count, 4 + clearBytes))
         }
         if !configured {

@@ -1,5 +1,9 @@
+import MediaCore
+import MediaFormats
+
 /// One access unit ready for a segment: a video frame in Annex-B, an ADTS frame, or an AC-3/E-AC-3
-/// access unit, with 90 kHz timestamps.
+/// access unit, with 90 kHz timestamps; or, for the fMP4 path (`SourceReader`'s `cmafSamples`), the
+/// demuxer's packet itself: a length-prefixed video sample with its NAL units, or a raw AAC frame.
 struct AccessUnit {
     /// The clear bytes.
     var bytes: [UInt8]
@@ -15,6 +19,14 @@ struct AccessUnit {
     var isRandomAccess: Bool
     /// With `--watermark ab`, which variant of the video this unit belongs to; nil otherwise.
     var variant: WatermarkVariant? = nil
+    /// The demuxer's packet (shared, not copied) when the unit is carried as it was read; `bytes` and
+    /// `nalUnits` are then empty.
+    var packet: Packet? = nil
+    /// With `packet`, for video: its NAL units and the parameter sets to insert; nil for a raw AAC frame.
+    var sample: VideoSampleUnits? = nil
+
+    /// The unit's bytes as carried, about the size of its CMAF sample.
+    var size: Int { packet?.size ?? bytes.count }
 
     /// Presentation end, 90 kHz.
     var end: Int64 { pts + duration }

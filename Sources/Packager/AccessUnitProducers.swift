@@ -42,9 +42,11 @@ extension Packet {
 }
 
 /// Audio copied: AAC gains ADTS headers (or keeps its own), AC-3 and E-AC-3 pass through; each packet's
-/// framing is checked so the encryptor can find every frame.
+/// framing is checked so the encryptor can find every frame. For the fMP4 path (`samples`), a raw AAC
+/// frame (from MP4) is handed on as the demuxer's packet, which is the CMAF sample as it is.
 final class AudioCopyProducer: AccessUnitProducer {
     private let codec: ElementaryCodec
+    private let samples: Bool
     private var config: AudioSpecificConfig?
     private var adtsConfig: AudioSpecificConfig?
     private var mapper: TimestampMapper
@@ -52,9 +54,10 @@ final class AudioCopyProducer: AccessUnitProducer {
 
     init(
         stream: InputStreamDescription, codec: ElementaryCodec, config: AudioSpecificConfig?, timeBase: Rational,
-        offset: Int64
+        offset: Int64, samples: Bool = false
     ) {
         self.codec = codec
+        self.samples = samples && codec == .aac && config != nil
         self.config = config
         let samples = codec == .aac ? 1024 : 1536
         let rate = max(stream.sampleRate, 1)
@@ -68,6 +71,14 @@ final class AudioCopyProducer: AccessUnitProducer {
 
     func accept(_ packet: Packet, into units: inout [AccessUnit]) throws {
         guard packet.size > 0 else { return }
+        if samples {
+            let time = mapper.map(pts: packet.optionalPTS, dts: packet.optionalDTS, duration: packet.duration)
+            var unit = AccessUnit(
+                bytes: [], nalUnits: [], pts: time.pts, dts: time.pts, duration: time.duration, isRandomAccess: true)
+            unit.packet = try packet.reference()
+            units.append(unit)
+            return
+        }
         var bytes: [UInt8]
         switch codec {
         case .aac:

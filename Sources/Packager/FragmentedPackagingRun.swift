@@ -85,14 +85,11 @@ struct FragmentedPackagingRun {
             }
             if !planned.codec.isAudio {
                 // The sample is built at the end of the segment's payload and encrypted there.
-                let buffer = output.sampleBuffer(reserving: unit.bytes.count)
+                let buffer = output.sampleBuffer(reserving: unit.size)
                 let start = buffer.count
                 let units: [(size: Int, clear: Int)]
                 do {
-                    units =
-                        isB
-                        ? try builderB.append(bytes: unit.bytes, nalUnits: unit.nalUnits, to: buffer)
-                        : try builder.append(bytes: unit.bytes, nalUnits: unit.nalUnits, to: buffer)
+                    units = isB ? try builderB.append(unit, to: buffer) : try builder.append(unit, to: buffer)
                 } catch {
                     throw PackagingError(
                         error.kind == .unsupported ? .unsupportedCodec : .inputCorrupt,
@@ -117,9 +114,10 @@ struct FragmentedPackagingRun {
                 if output.track == nil {
                     output.track = try audioTrack(details[slot], planned)
                 }
+                // A raw frame as the demuxer read it, or the frames of ADTS bytes.
                 let frames: [Range<Int>]
                 do {
-                    frames = try AACSampleBuilder.frames(unit.bytes)
+                    frames = try unit.packet.map { [0..<$0.size] } ?? AACSampleBuilder.frames(unit.bytes)
                 } catch {
                     throw PackagingError(
                         .inputCorrupt, "\(options.input): audio frame at \(Self.seconds(unit.pts)) s: \(error)")
@@ -127,7 +125,11 @@ struct FragmentedPackagingRun {
                 for (index, frame) in frames.enumerated() {
                     let buffer = output.sampleBuffer(reserving: frame.count)
                     let start = buffer.count
-                    unit.bytes.withUnsafeBytes { buffer.append(UnsafeRawBufferPointer(rebasing: $0[frame])) }
+                    if let packet = unit.packet {
+                        packet.withUnsafeBytes { buffer.append(UnsafeRawBufferPointer(rebasing: $0[frame])) }
+                    } else {
+                        unit.bytes.withUnsafeBytes { buffer.append(UnsafeRawBufferPointer(rebasing: $0[frame])) }
+                    }
                     var record = FragmentSample(size: frame.count, duration: 0, isSync: true)
                     if let (cipher, constantIV) = try ciphers?.cipher(forSegment: output.segments.count) {
                         record.iv = cipher.scheme == .cenc ? nextIV() : []

@@ -40,7 +40,10 @@ public struct PackagingJob: Sendable {
         let pattern = try watermarkPattern()
         let reader = try SourceReader(
             path: options.input, stillFrames: stillFrames, stillGOP: stillGOP, maxPixels: options.maxPixels,
-            flicker: options.flicker, watermark: pattern.map { ($0, self.options.segmentDuration) })
+            flicker: options.flicker, watermark: pattern.map { ($0, self.options.segmentDuration) },
+            cmafSamples: { plan in
+                (try? Self.container(for: plan, options: self.options))?.0.container == .fragmentedMP4
+            })
         var keyed = self.options
         keyed.watermarkKey = pattern?.key
         let (options, containerNotices) = try Self.container(for: reader.plan, options: keyed)

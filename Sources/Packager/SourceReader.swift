@@ -38,6 +38,8 @@ final class SourceReader {
     private let stillFrameRate: Int32
     private let packet = Packet()
     private var producers: [Int: (slot: Int, producer: any AccessUnitProducer)] = [:]
+    /// The producers in stream order.
+    private var ordered: [(slot: Int, producer: any AccessUnitProducer)] = []
     /// Access units read but not yet handed out; a slot is emptied as its unit is handed out, so the
     /// caller owns the bytes alone and can encrypt them in place.
     private var ready: [(slot: Int, unit: AccessUnit)?] = []
@@ -53,11 +55,16 @@ final class SourceReader {
     /// and `flicker` makes it flicker over that area (refused for any other input). Video with pictures
     /// over `maxPixels` is refused before any decoder allocates for it. `watermark` re-encodes H.264
     /// video as the two variants of `WatermarkProducer`, for segments of that duration (refused for
-    /// input without H.264 video).
+    /// input without H.264 video). When `cmafSamples` says so for the plan, copied H.264 and HEVC video
+    /// and raw AAC come as the demuxer's packets (`AccessUnit.packet`), as the fMP4 path takes them,
+    /// rather than converted to Annex-B and ADTS.
     init(
         path: String, stillFrames: Int, stillGOP: Int, maxPixels: Int, flicker: FlickerArea? = nil,
-        watermark: (pattern: WatermarkPattern, segmentDuration: Double)? = nil
+        watermark: (pattern: WatermarkPattern, segmentDuration: Double)? = nil,
+        cmafSamples: (StreamPlan) -> Bool = { _ in false }
     ) throws(PackagingError) {
+        // Every packet is a block of its own; a moving mmap threshold would make later ones fragment the heap.
+        AllocatorTuning.fixMmapThreshold()
         try InputCheck.preflight(path)
         let opened: InputContext
         do {
@@ -95,6 +102,7 @@ final class SourceReader {
         duration = opened.durationSeconds
         startTime = opened.startSeconds
         let offset = TimestampMapper.startOffset - Int64((startTime * 90_000).rounded())
+        let samples = cmafSamples(plan)
         for (slot, planned) in plan.streams.enumerated() {
             let info = opened.streams[planned.source.index]
             if info.frameCount > 0 { declaredFrames[planned.source.index] = info.frameCount }
@@ -108,14 +116,15 @@ final class SourceReader {
                 case .copyH264:
                     producer = try H264Producer(
                         stream: planned.source, timeBase: info.timeBase, offset: offset,
-                        pictureLimit: opened.pictureLimit)
+                        pictureLimit: opened.pictureLimit, samples: samples)
                 case .copyHEVC:
                     producer = try HEVCProducer(
                         stream: planned.source, timeBase: info.timeBase, offset: offset,
-                        pictureLimit: opened.pictureLimit)
+                        pictureLimit: opened.pictureLimit, samples: samples)
                 case .copyAAC(let config):
                     producer = AudioCopyProducer(
-                        stream: planned.source, codec: .aac, config: config, timeBase: info.timeBase, offset: offset)
+                        stream: planned.source, codec: .aac, config: config, timeBase: info.timeBase, offset: offset,
+                        samples: samples)
                 case .copyADTS, .copyDolby:
                     producer = AudioCopyProducer(
                         stream: planned.source, codec: planned.codec, config: nil, timeBase: info.timeBase,
@@ -132,6 +141,7 @@ final class SourceReader {
             }
             producers[planned.source.index] = (slot, producer)
         }
+        ordered = producers.keys.sorted().map { producers[$0]! }
         try readAhead()
     }
 
@@ -214,8 +224,7 @@ final class SourceReader {
     /// Lets the first producer with output pending (a still image being encoded) make some; false when
     /// none has any.
     private func continuePendingOutput() throws(PackagingError) -> Bool {
-        for index in producers.keys.sorted() {
-            let (slot, producer) = producers[index]!
+        for (slot, producer) in ordered {
             guard producer.hasPendingOutput else { continue }
             var units: [AccessUnit] = []
             do {
@@ -241,8 +250,7 @@ final class SourceReader {
         if step == .endOfStream {
             finished = true
             try checkComplete()
-            for index in producers.keys.sorted() {
-                let (slot, producer) = producers[index]!
+            for (slot, producer) in ordered {
                 do {
                     try producer.finish(into: &units)
                 } catch {

@@ -11,6 +11,9 @@ protocol VideoAnnexBConversion {
     mutating func annexB(_ sample: UnsafeRawBufferPointer) throws(FormatError) -> (
         bytes: [UInt8], nalUnits: [Range<Int>], isRandomAccess: Bool
     )?
+    /// One sample's NAL units without copying them, ordered as `annexB(_:)` orders them; nil when it
+    /// holds no NAL unit.
+    mutating func sampleUnits(_ sample: UnsafeRawBufferPointer) throws(FormatError) -> VideoSampleUnits?
     /// The CODECS value of the current SPS, once known.
     var codecString: String? { get }
     /// The current SPS, once known.
@@ -54,10 +57,13 @@ typealias H264Producer = VideoCopyProducer<H264AnnexBConverter>
 /// HEVC copied: Annex-B without AUDs, the parameter sets before each IRAP picture that lacks them.
 typealias HEVCProducer = VideoCopyProducer<HEVCAnnexBConverter>
 
-/// Video copied through its codec's Annex-B conversion; access units before the first random access
-/// picture (IDR, IRAP) are dropped so the first segment starts with one.
+/// Video copied through its codec's Annex-B conversion, or for the fMP4 path (`samples`) handed on
+/// as the demuxer's packet with its NAL units, which the CMAF sample builder reads in place; access
+/// units before the first random access picture (IDR, IRAP) are dropped so the first segment starts
+/// with one.
 final class VideoCopyProducer<Conversion: VideoAnnexBConversion>: AccessUnitProducer {
     private var converter: Conversion
+    private let samples: Bool
     private var mapper: TimestampMapper
     private var seenRandomAccess = false
     private var dropped = 0
@@ -65,8 +71,12 @@ final class VideoCopyProducer<Conversion: VideoAnnexBConversion>: AccessUnitProd
     /// The SPS last checked against `pictureLimit`.
     private var checkedSPS: [UInt8]?
 
-    init(stream: InputStreamDescription, timeBase: Rational, offset: Int64, pictureLimit: PictureSizeLimit) throws {
+    init(
+        stream: InputStreamDescription, timeBase: Rational, offset: Int64, pictureLimit: PictureSizeLimit,
+        samples: Bool = false
+    ) throws {
         converter = try Conversion(extradata: stream.extradata)
+        self.samples = samples
         self.pictureLimit = pictureLimit
         let frame = stream.frameRate > 0 ? Int64(90_000 / stream.frameRate) : 3_000
         mapper = TimestampMapper(
@@ -75,22 +85,46 @@ final class VideoCopyProducer<Conversion: VideoAnnexBConversion>: AccessUnitProd
     }
 
     func accept(_ packet: Packet, into units: inout [AccessUnit]) throws {
-        guard let unit = try packet.withUnsafeBytes({ raw throws(FormatError) in try converter.annexB(raw) }) else {
+        if samples {
+            guard let sample = try packet.withUnsafeBytes({ raw throws(FormatError) in try converter.sampleUnits(raw) })
+            else { return }
+            guard try keep(isRandomAccess: sample.isRandomAccess) else { return }
+            var unit = accessUnit(packet, bytes: [], nalUnits: [], isRandomAccess: sample.isRandomAccess)
+            unit.packet = try packet.reference()
+            unit.sample = sample
+            units.append(unit)
             return
         }
+        guard let converted = try packet.withUnsafeBytes({ raw throws(FormatError) in try converter.annexB(raw) })
+        else { return }
+        guard try keep(isRandomAccess: converted.isRandomAccess) else { return }
+        units.append(
+            accessUnit(
+                packet, bytes: converted.bytes, nalUnits: converted.nalUnits, isRandomAccess: converted.isRandomAccess))
+    }
+
+    /// Checks a new SPS's picture size; false for a unit before the first random access picture, which
+    /// is dropped.
+    private func keep(isRandomAccess: Bool) throws(PackagingError) -> Bool {
         try checkPictureSize()
         if !seenRandomAccess {
-            guard unit.isRandomAccess else {
+            guard isRandomAccess else {
                 dropped += 1
-                return
+                return false
             }
             seenRandomAccess = true
         }
+        return true
+    }
+
+    /// The access unit of `packet`'s timestamps with `bytes`.
+    private func accessUnit(_ packet: Packet, bytes: [UInt8], nalUnits: [Range<Int>], isRandomAccess: Bool)
+        -> AccessUnit
+    {
         let time = mapper.map(pts: packet.optionalPTS, dts: packet.optionalDTS, duration: packet.duration)
-        units.append(
-            AccessUnit(
-                bytes: unit.bytes, nalUnits: unit.nalUnits, pts: time.pts, dts: time.dts, duration: time.duration,
-                isRandomAccess: unit.isRandomAccess))
+        return AccessUnit(
+            bytes: bytes, nalUnits: nalUnits, pts: time.pts, dts: time.dts, duration: time.duration,
+            isRandomAccess: isRandomAccess)
     }
 
     func finish(into units: inout [AccessUnit]) throws {}

@@ -1,3 +1,4 @@
+import MediaCore
 import MediaFormats
 
 /// The CMAF sample conversion of the video stream, H.264 or HEVC as planned: length-prefixed samples
@@ -21,13 +22,28 @@ struct VideoSampleConversion: CMAFSampleBuilding {
         try bytes.withBytes { raw throws(FormatError) in try append(raw, nalUnits: nalUnits, to: output) }
     }
 
-    /// Appends the sample of the NAL units at `nalUnits` of `bytes` to `output` with the planned codec's
-    /// builder; `sample(bytes:nalUnits:)` comes with `CMAFSampleBuilding`.
-    mutating func append(_ bytes: UnsafeRawBufferPointer, nalUnits: [Range<Int>], to output: ByteBuffer)
-        throws(FormatError) -> [(size: Int, clear: Int)]
-    {
-        if hevc != nil { return try hevc!.append(bytes, nalUnits: nalUnits, to: output) }
-        return try h264!.append(bytes, nalUnits: nalUnits, to: output)
+    /// Appends the sample of `unit`, Annex-B or the demuxer's packet, to `output`; returns each kept NAL
+    /// unit's stored size and clear bytes.
+    mutating func append(_ unit: AccessUnit, to output: ByteBuffer) throws(FormatError) -> [(size: Int, clear: Int)] {
+        guard let packet = unit.packet, let sample = unit.sample else {
+            return try append(bytes: unit.bytes, nalUnits: unit.nalUnits, to: output)
+        }
+        return try packet.withUnsafeBytes { raw in
+            Result { () throws(FormatError) in try append(raw, units: sample, to: output) }
+        }.get()
+    }
+
+    /// Appends the sample of the NAL units at `nalUnits` of `bytes`, with `inserted` parameter sets before
+    /// `nalUnits[position]`, to `output` with the planned codec's builder; the other forms and
+    /// `sample(bytes:nalUnits:)` come with `CMAFSampleBuilding`.
+    mutating func append(
+        _ bytes: UnsafeRawBufferPointer, nalUnits: [Range<Int>], inserting inserted: [[UInt8]], before position: Int,
+        to output: ByteBuffer
+    ) throws(FormatError) -> [(size: Int, clear: Int)] {
+        if hevc != nil {
+            return try hevc!.append(bytes, nalUnits: nalUnits, inserting: inserted, before: position, to: output)
+        }
+        return try h264!.append(bytes, nalUnits: nalUnits, inserting: inserted, before: position, to: output)
     }
 
     /// The sample entry's media, from the parameter sets of the first sample (call after it).
