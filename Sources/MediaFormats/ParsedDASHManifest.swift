@@ -60,6 +60,8 @@ public struct ParsedDASHManifest: Equatable, Sendable {
         public var id: String
         /// The `start` attribute, in seconds.
         public var start: Double
+        /// The `duration` attribute, in seconds, which the writer gives each Period of several.
+        public var duration: Double?
         public var adaptationSets: [AdaptationSet]
     }
 
@@ -94,9 +96,11 @@ public struct ParsedDASHManifest: Equatable, Sendable {
 
     private static func period(_ element: MarkupElement, structure: String) throws(FormatError) -> Period {
         let reader = DASHElementReader(element, structure: structure)
-        try reader.allow(["id", "start"])
+        try reader.allow(["id", "start", "duration"])
         try reader.only(["AdaptationSet"])
-        var period = Period(id: try reader.string("id"), start: try reader.duration("start"), adaptationSets: [])
+        var period = Period(
+            id: try reader.string("id"), start: try reader.duration("start"),
+            duration: reader.optional("duration") == nil ? nil : try reader.duration("duration"), adaptationSets: [])
         for child in element.children {
             period.adaptationSets.append(
                 try adaptationSet(child, structure: structure + " AdaptationSet \(period.adaptationSets.count)"))
