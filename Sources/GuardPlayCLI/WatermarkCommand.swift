@@ -47,7 +47,9 @@ enum WatermarkCommand {
         }
         guard let assetID = parsed.value("asset") else { throw CLIError(.usage, "watermark detect needs --asset ID") }
         let threads =
-            try parsed.parsed("threads", as: "a thread count from 1 to 64") { Int($0).flatMap { (1...64).contains($0) ? $0 : nil } }
+            try parsed.parsed("threads", as: "a thread count from 1 to 64") {
+                Int($0).flatMap { (1...64).contains($0) ? $0 : nil }
+            }
             ?? ProcessInfo.processInfo.activeProcessorCount
         let suspect = parsed.positionals[1]
         let configuration = try ServeConfiguration.load(parsed)
@@ -73,7 +75,8 @@ enum WatermarkCommand {
             throw CLIError(.watermarkAssetUnknown, "no asset '\(assetID)' in the store at \(store.location)")
         }
         let rewriter = PlaylistRewriter(
-            keyPathPrefix: "", kidsByURI: Dictionary(keys.compactMap { key in key.uri.map { ($0, key.kid) } }) { a, _ in a },
+            keyPathPrefix: "",
+            kidsByURI: Dictionary(keys.compactMap { key in key.uri.map { ($0, key.kid) } }) { a, _ in a },
             kids: keys.map(\.kid).sorted())
         let byKID = Dictionary(keys.map { ($0.kid, $0.key) }) { a, _ in a }
         let loaded = try packaging { () throws(PackagingError) in
@@ -83,7 +86,8 @@ enum WatermarkCommand {
         }
         guard let asset = loaded else {
             throw CLIError(
-                .watermarkAssetUnmarked, "asset '\(assetID)' has no A/B watermark (no watermark.json in \(record.directory))")
+                .watermarkAssetUnmarked,
+                "asset '\(assetID)' has no A/B watermark (no watermark.json in \(record.directory))")
         }
         let watermark = try sessionWatermark(configuration)
 
@@ -136,7 +140,8 @@ enum WatermarkCommand {
             case .watermarkNoMatch where detection.mapping == nil:
                 return "no match: the copy does not align with the asset (\(detection.pictures) pictures read)"
             case .watermarkNoMatch:
-                return "no match: no session of the asset fits; \(read); best candidate \(found.bestCandidate ?? "none"): "
+                return
+                    "no match: no session of the asset fits; \(read); best candidate \(found.bestCandidate ?? "none"): "
                     + numbers
             default:
                 let needed = Double(WatermarkDecoder.minimumBits) * segmentSeconds
@@ -189,7 +194,8 @@ enum WatermarkCommand {
         }
         let (environment, file, _) = ServeCommand.kekSource(configuration)
         if environment == nil, !FileManager.default.fileExists(atPath: file) {
-            throw CLIError(.inputMissing, "no key-encryption key at \(file): give the gateway's --kek-file or GUARDPLAY_KEK")
+            throw CLIError(
+                .inputMissing, "no key-encryption key at \(file): give the gateway's --kek-file or GUARDPLAY_KEK")
         }
         return try ServeCommand.openStore(configuration).0
     }

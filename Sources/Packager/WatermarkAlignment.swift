@@ -41,7 +41,8 @@ struct LumaIntegral: Sendable {
                             let (x0, x1, y0, y1) = grid.bounds(
                                 column: column, row: row, mapping, copyWidth: width, copyHeight: height)
                         else { continue }
-                        let total = table[y1 * stride + x1] - table[y0 * stride + x1] - table[y1 * stride + x0]
+                        let total =
+                            table[y1 * stride + x1] - table[y0 * stride + x1] - table[y1 * stride + x0]
                             + table[y0 * stride + x0]
                         output[row * grid.columns + column] = Float(total) / Float((x1 - x0) * (y1 - y0))
                     }

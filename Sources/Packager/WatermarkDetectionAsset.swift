@@ -64,7 +64,8 @@ public struct WatermarkDetectionAsset: Sendable {
             if let line = entry.key, let method = line["METHOD"], method != "NONE" {
                 guard method == "SAMPLE-AES" else {
                     throw PackagingError(
-                        .containerUnsupported, "\(rendition): the detector reads SAMPLE-AES or clear segments, not \(method)")
+                        .containerUnsupported,
+                        "\(rendition): the detector reads SAMPLE-AES or clear segments, not \(method)")
                 }
                 guard let uri = line["URI"], let found = key(uri), found.count == 16 else {
                     throw PackagingError(
@@ -79,7 +80,9 @@ public struct WatermarkDetectionAsset: Sendable {
                 } else {
                     // No IV attribute: the media sequence number, big-endian in 16 bytes.
                     let sequence = UInt64(playlist.mediaSequence + index)
-                    iv = [UInt8](repeating: 0, count: 8) + (0..<8).map { UInt8(truncatingIfNeeded: sequence >> (56 - 8 * $0)) }
+                    iv =
+                        [UInt8](repeating: 0, count: 8)
+                        + (0..<8).map { UInt8(truncatingIfNeeded: sequence >> (56 - 8 * $0)) }
                 }
             }
             segments.append(
@@ -114,7 +117,8 @@ public struct WatermarkDetectionAsset: Sendable {
                 grid = reference
                 frames.append(
                     reference.measure(
-                        luma, .stretch(width: reference.width, height: reference.height, onto: luma.rowBytes, luma.rows)))
+                        luma, .stretch(width: reference.width, height: reference.height, onto: luma.rowBytes, luma.rows)
+                    ))
                 return frames.count < WatermarkBlockMeans.frameLimit
             }
         } catch {

@@ -114,7 +114,9 @@ public final class WatermarkDetector: Sendable {
             }
         }
         let timeline = WatermarkAlignment.Timeline(times: times, signatures: signatures)
-        func referenceMeans(_ picture: Int) -> [Float] { reference[owner[picture].segment]!.frames[owner[picture].picture] }
+        func referenceMeans(_ picture: Int) -> [Float] {
+            reference[owner[picture].segment]!.frames[owner[picture].picture]
+        }
 
         // The probe, and the mapping and offset it gives.
         let probe = try Probe.read(path)
@@ -124,8 +126,11 @@ public final class WatermarkDetector: Sendable {
             var best: (mapping: WatermarkMapping, offset: Double, score: Double)?
             for start in probe.startingMappings(grid: grid) {
                 let samples = probe.samples.map {
-                    (time: $0.time, signature: WatermarkAlignment.signature(
-                        $0.integral.measure(grid, start), columns: grid.columns, rows: grid.rows))
+                    (
+                        time: $0.time,
+                        signature: WatermarkAlignment.signature(
+                            $0.integral.measure(grid, start), columns: grid.columns, rows: grid.rows)
+                    )
                 }
                 guard let found = timeline.bestOffset(samples) else { continue }
                 if best == nil || found.score > best!.score { best = (start, found.offset, found.score) }
@@ -138,8 +143,11 @@ public final class WatermarkDetector: Sendable {
                     }
                     let refined = WatermarkAlignment.refine(best.mapping, grid: grid, pairs: Array(pairs.prefix(8)))
                     let samples = probe.samples.map {
-                        (time: $0.time, signature: WatermarkAlignment.signature(
-                            $0.integral.measure(grid, refined.mapping), columns: grid.columns, rows: grid.rows))
+                        (
+                            time: $0.time,
+                            signature: WatermarkAlignment.signature(
+                                $0.integral.measure(grid, refined.mapping), columns: grid.columns, rows: grid.rows)
+                        )
                     }
                     guard let found = timeline.bestOffset(samples), found.score >= best.score - 0.05 else { break }
                     best = (refined.mapping, found.offset, found.score)

@@ -190,7 +190,8 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         #expect(try store.sessions(unexpiredAt: epoch).map(\.id) == ["a"])
     }
 
-    @Test(arguments: Backend.allCases) func listsAnAssetsSessionIDsRevokedAndExpiredIncluded(_ backend: Backend) throws {
+    @Test(arguments: Backend.allCases) func listsAnAssetsSessionIDsRevokedAndExpiredIncluded(_ backend: Backend) throws
+    {
         let temporary = try TemporaryStore(backend)
         let store = temporary.store
         for (id, asset) in [("s2", "clip"), ("s1", "clip"), ("t1", "other"), ("s3", "clip")] {
