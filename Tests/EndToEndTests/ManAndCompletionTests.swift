@@ -6,7 +6,7 @@ import Testing
 /// renders without a warning, and bash completes a prefix to the options that start with it.
 @Suite(.timeLimit(.minutes(20))) struct ManAndCompletionTests {
     /// The commands and the help topic that prints each (`play` is the default command).
-    private static let commands = ["play", "package", "verify", "catalogue", "serve", "tokens"]
+    private static let commands = ["play", "package", "verify", "catalogue", "serve", "tokens", "watermark"]
 
     /// The options a help text shows, read from it here, not from the generators' parser: every
     /// `--name` word on a line indented at most four spaces that starts with `--`.
