@@ -53,7 +53,7 @@ public struct ServeConfiguration: Equatable, Sendable {
     /// A key may be given once; `cors-origins` and `import-roots` are spellings of the list keys.
     public mutating func apply(file text: String, path: String) throws(ServeConfigurationError) {
         var seen = Set<String>()
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
                 .trimmingCharacters(in: .whitespaces)
             guard !line.isEmpty else { continue }

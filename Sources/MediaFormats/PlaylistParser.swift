@@ -45,9 +45,8 @@ public struct ParsedMediaPlaylist: Sendable {
 
     /// Parses `text`, naming `name` in errors; malformed lines throw.
     public init(_ text: String, name: String) throws(FormatError) {
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
-            $0.hasSuffix("\r") ? $0.dropLast() : $0
-        }
+        // CRLF is one Character, which a split at "\n" would leave inside a line (RFC 8216 allows both).
+        let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
         guard lines.first == "#EXTM3U" else { throw FormatError(name, "does not start with #EXTM3U") }
         var duration: Double? = nil
         var range: (length: Int, offset: Int)? = nil
@@ -179,9 +178,7 @@ public struct ParsedMasterPlaylist: Sendable {
 
     /// Parses `text`, naming `name` in errors.
     public init(_ text: String, name: String) throws(FormatError) {
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
-            String($0.hasSuffix("\r") ? $0.dropLast() : $0)
-        }
+        let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }.map(String.init)
         guard lines.first == "#EXTM3U" else { throw FormatError(name, "does not start with #EXTM3U") }
         var pending: AttributeList? = nil
         for (index, line) in lines.enumerated().dropFirst() {

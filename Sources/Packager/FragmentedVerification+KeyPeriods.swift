@@ -6,7 +6,9 @@ extension FragmentedVerification {
     /// Every EXT-X-MAP line of a playlist's text: its line number (from 1) and URI.
     static func mapLines(_ text: String) -> [(line: Int, uri: String)] {
         var maps: [(line: Int, uri: String)] = []
-        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+        for (number, line) in text.split(
+            omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }
+        ).enumerated()
         where line.hasPrefix("#EXT-X-MAP:") {
             if let uri = try? AttributeList(strict: String(line.dropFirst(11)), structure: "EXT-X-MAP")["URI"] {
                 maps.append((number + 1, uri))

@@ -79,7 +79,9 @@ struct FragmentedVerification {
             let text = String(decoding: bytes, as: UTF8.self)
             do {
                 let playlist = try ParsedMediaPlaylist(text, name: name)
-                let maps = text.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-MAP:") }
+                let maps = text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }).filter {
+                    $0.hasPrefix("#EXT-X-MAP:")
+                }
                 guard maps.count == 1 || (periods != nil && !maps.isEmpty),
                     let attributes = try? AttributeList(strict: String(maps[0].dropFirst(11)), structure: name),
                     let uri = attributes["URI"]

@@ -74,7 +74,7 @@ public enum KeyListFormat {
         guard bytes.count <= lineLimit * (lineLength + 1) else { return nil }
         var pairs: [(keyID: [UInt8], key: [UInt8])] = []
         var seen = Set<[UInt8]>()
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+        for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             guard fields.count == 2, let keyID = [UInt8](hex: String(fields[0])), keyID.count == 16,
                 let key = [UInt8](hex: String(fields[1])), key.count == 16, seen.insert(keyID).inserted

@@ -115,6 +115,19 @@ import Testing
         #expect(classifier.classify(ProcessSnapshot(pid: 4, comm: "obs", arguments: ["obs"])) != nil)
     }
 
+    @Test func readsACRLFRuleFileAsALFOne() throws {
+        let text = ["# site", "screen  my-capture-tool", "ignore  flameshot", "", "screen x when-input"].joined(
+            separator: "\r\n")
+        #expect(throws: RuleFileError(line: 5, message: "'when-input' needs a value")) {
+            try RecorderRules.builtIn.applying(config: text)
+        }
+        let rules = try RecorderRules.builtIn.applying(
+            config: text.split(separator: "\r\n").dropLast().joined(separator: "\r\n"))
+        let classifier = ProcessClassifier(rules: rules)
+        #expect(classifier.classify(ProcessSnapshot(pid: 1, comm: "my-capture-tool", arguments: [])) != nil)
+        #expect(classifier.classify(ProcessSnapshot(pid: 3, comm: "flameshot", arguments: ["flameshot"])) == nil)
+    }
+
     @Test(arguments: [
         ("record obs", 1, "unknown kind 'record' (expected screen, screenshot, audio or ignore)"),
         ("screen", 1, "'screen' needs a process name"),

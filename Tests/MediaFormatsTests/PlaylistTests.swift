@@ -55,6 +55,23 @@ import Testing
         #expect(parsed.segments[1].key?["IV"] == "0x000102030405060708090A0B0C0D0E0F")
     }
 
+    @Test func readsCRLFPlaylistsAsLFOnes() throws {
+        let media = [
+            "#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:2", "#EXTINF:2,", "a.ts", "#EXTINF:1.5,", "b.ts",
+            "#EXT-X-ENDLIST", "",
+        ]
+        let lf = try ParsedMediaPlaylist(media.joined(separator: "\n"), name: "lf.m3u8")
+        let crlf = try ParsedMediaPlaylist(media.joined(separator: "\r\n"), name: "crlf.m3u8")
+        #expect(crlf.segments.map(\.uri) == ["a.ts", "b.ts"] && crlf.segments.map(\.uri) == lf.segments.map(\.uri))
+        #expect(
+            crlf.segments.map(\.duration) == [2, 1.5] && crlf.version == 3 && crlf.targetDuration == 2 && crlf.endList)
+        #expect(crlf.segments.map(\.line) == lf.segments.map(\.line))
+        let master = ["#EXTM3U", "#EXT-X-STREAM-INF:BANDWIDTH=1000,CODECS=\"avc1.42c01e\"", "video.m3u8", ""]
+        let parsed = try ParsedMasterPlaylist(master.joined(separator: "\r\n"), name: "master.m3u8")
+        #expect(parsed.variants.map(\.uri) == ["video.m3u8"])
+        #expect(parsed.variants.first?.attributes["BANDWIDTH"] == "1000")
+    }
+
     @Test func readsAByteRangeWithoutOffsetAsContinuing() throws {
         let text = "#EXTM3U\n#EXTINF:1,\n#EXT-X-BYTERANGE:100@50\na.ts\n#EXTINF:1,\n#EXT-X-BYTERANGE:30\na.ts\n"
         let parsed = try ParsedMediaPlaylist(text, name: "p")
