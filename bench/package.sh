@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packaging benchmark: `guard-play package` (TS SAMPLE-AES and fMP4 `cbcs`) beside FFmpeg's clear HLS
-# remux, FFmpeg's plain MP4 remux (`-c copy -f mp4`, the peak-RSS peer of the fMP4 path), FFmpeg's
-# AES-128 HLS and Shaka Packager 3.8 (TS SAMPLE-AES and fMP4 `cbcs`, the same raw key
+# remux (TS segments, and fMP4 segments with `-hls_segment_type fmp4`: the same jobs unencrypted, the
+# peak-RSS peers of the two paths), FFmpeg's plain MP4 remux (`-c copy -f mp4`, one file, no segment
+# held in memory), FFmpeg's AES-128 HLS and Shaka Packager 3.8 (TS SAMPLE-AES and fMP4 `cbcs`, the same raw key
 # and IV, 6 s segments, no clear lead), on a 1-minute and a 10-minute 1080p H.264 + AAC file, in one run.
 #
 # Prints, per input and tool, the median wall time of RUNS interleaved runs, the throughput in MB of
@@ -95,6 +96,7 @@ for minutes in 1 10; do
     size=$(stat -c %s "$input")
     : >"$work/clear.times"
     : >"$work/mp4.times"
+    : >"$work/hls-fmp4.times"
     : >"$work/aes.times"
     : >"$work/gp.times"
     : >"$work/gp-fmp4.times"
@@ -105,6 +107,9 @@ for minutes in 1 10; do
         measure_once "${ff[@]}" -i "$input" -c copy -f hls -hls_time 6 -hls_playlist_type vod \
             -hls_segment_filename "$work/out/s%05d.ts" "$work/out/index.m3u8" >>"$work/clear.times"
         measure_once "${ff[@]}" -i "$input" -c copy -f mp4 "$work/out/remux.mp4" >>"$work/mp4.times"
+        measure_once "${ff[@]}" -i "$input" -c copy -f hls -hls_segment_type fmp4 -hls_time 6 \
+            -hls_playlist_type vod -hls_segment_filename "$work/out/s%05d.m4s" "$work/out/index.m3u8" \
+            >>"$work/hls-fmp4.times"
         measure_once "${ff[@]}" -i "$input" -c copy -f hls -hls_time 6 -hls_playlist_type vod \
             -hls_key_info_file "$work/keyinfo" -hls_segment_filename "$work/out/s%05d.ts" \
             "$work/out/index.m3u8" >>"$work/aes.times"
@@ -119,13 +124,14 @@ for minutes in 1 10; do
     done
     read -r clear_s clear_rss < <(summarise "$work/clear.times")
     read -r mp4_s mp4_rss < <(summarise "$work/mp4.times")
+    read -r hls_fmp4_s hls_fmp4_rss < <(summarise "$work/hls-fmp4.times")
     read -r aes_s aes_rss < <(summarise "$work/aes.times")
     read -r gp_s gp_rss < <(summarise "$work/gp.times")
     read -r fmp4_s fmp4_rss < <(summarise "$work/gp-fmp4.times")
     read -r shaka_s shaka_rss < <(summarise "$work/shaka.times")
     read -r shaka_fmp4_s shaka_fmp4_rss < <(summarise "$work/shaka-fmp4.times")
     for row in "ffmpeg -c copy -f hls (clear):$clear_s:$clear_rss" "ffmpeg -c copy -f mp4 (clear):$mp4_s:$mp4_rss" \
-        "ffmpeg -f hls AES-128:$aes_s:$aes_rss" \
+        "ffmpeg -c copy -f hls fmp4 (clear):$hls_fmp4_s:$hls_fmp4_rss" "ffmpeg -f hls AES-128:$aes_s:$aes_rss" \
         "guard-play package SAMPLE-AES:$gp_s:$gp_rss" "guard-play package fmp4 cbcs:$fmp4_s:$fmp4_rss" \
         "shaka-packager TS SAMPLE-AES:$shaka_s:$shaka_rss" "shaka-packager fmp4 cbcs:$shaka_fmp4_s:$shaka_fmp4_rss"; do
         IFS=: read -r tool seconds rss <<<"$row"
@@ -139,6 +145,7 @@ for minutes in 1 10; do
     for times in gp gp-fmp4 shaka shaka-fmp4; do
         printf '         %-10s runs (s): %s\n' "$times" "$(cut -d' ' -f1 "$work/$times.times" | sort -n | tr '\n' ' ')"
     done
-    printf '         peak RSS KiB: fmp4 %s, ffmpeg mp4 remux %s\n' "$fmp4_rss" "$mp4_rss"
+    printf '         peak RSS KiB: TS %s beside ffmpeg HLS TS remux %s; fmp4 %s beside ffmpeg HLS fmp4 remux %s and mp4 remux %s\n' \
+        "$gp_rss" "$clear_rss" "$fmp4_rss" "$hls_fmp4_rss" "$mp4_rss"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; median of $runs interleaved runs"
