@@ -81,7 +81,8 @@ public struct RecorderRules: Sendable, Hashable {
     /// for NAME (say, a screenshot tool that idles in the tray).
     public func applying(config text: String) throws(RuleFileError) -> RecorderRules {
         var result = rules
-        for (offset, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+        for (offset, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated()
+        {
             let line = rawLine.prefix { $0 != "#" }
             let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
             guard let verb = words.first else { continue }
