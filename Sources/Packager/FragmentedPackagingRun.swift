@@ -132,7 +132,7 @@ struct FragmentedPackagingRun {
                     let share = unit.duration / Int64(frames.count)
                     let time = unit.pts + share * Int64(index)
                     if let start = output.openStart,
-                        time >= Self.gridEnd(
+                        time >= SegmentGrid.end(
                             segmentStart: start, origin: videoStart ?? TimestampMapper.startOffset, target: target)
                             - Self.cutTolerance
                     {
@@ -182,18 +182,6 @@ struct FragmentedPackagingRun {
             try Self.checkVariantsAlign(video, variantB)
         }
         return try publish(outputs: outputs, details: details, variantB: variantB)
-    }
-
-    /// Where an audio segment that started at `segmentStart` ends (90 kHz): at the first line of the
-    /// grid `origin + n·target` more than half a target past its start. Cut there (at the first frame on
-    /// or past it) rather than a target past each segment's start, whole frames do not add up their
-    /// overshoot: every boundary stays within a frame of the grid, as GOP-aligned video's are on it. The
-    /// half target folds a segment's start just before a line (an encoder's priming frame before the
-    /// first picture, a track starting late) into that segment rather than leave a sliver.
-    static func gridEnd(segmentStart: Int64, origin: Int64, target: Int64) -> Int64 {
-        let offset = segmentStart + target / 2 - origin
-        let line = offset / target - (offset % target < 0 ? 1 : 0)
-        return origin + (line + 1) * target
     }
 
     /// Fails the job unless both variants have the same segments (decoding times and durations) and the

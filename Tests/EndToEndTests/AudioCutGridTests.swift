@@ -86,3 +86,41 @@ import Testing
         }
     }
 }
+
+extension AudioCutGridTests {
+    /// The first PES timestamp (90 kHz) in a TS segment, as ffprobe reads it.
+    static func firstTimestamp(_ path: String) throws -> Int {
+        let probed = try run(
+            "/usr/bin/ffprobe",
+            ["-v", "error", "-show_entries", "packet=pts", "-read_intervals", "%+#1", "-of", "csv=p=0", path])
+        try #require(probed.status == 0, "\(path): \(probed.stderr)")
+        let field = probed.stdout.split(whereSeparator: { $0 == "\n" || $0 == "," }).first
+        return try #require(field.flatMap { Int($0) }, "\(path): no timestamp in \(probed.stdout)")
+    }
+
+    /// TS audio without video is cut on the same grid, from the presentation's start: two renditions of
+    /// 44.1 and 48 kHz, whose frames overshoot 2 s by 20 and 5 ms, start segment k together (before the
+    /// fix the 44.1 kHz one's segment 7 started 0.12 s late, the 48 kHz one's 0.016 s).
+    @Test func tsAudioWithoutVideoIsCutOnTheGrid() throws {
+        let directory = try TemporaryDirectory()
+        let source = directory.path("source.mp4")
+        let made = try ffmpeg([
+            "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100:duration=16", "-f", "lavfi", "-i",
+            "sine=frequency=660:sample_rate=48000:duration=16", "-map", "0", "-map", "1", "-c:a", "aac", source,
+        ])
+        try #require(made.status == 0, "\(made.stderr)")
+        let output = directory.path("out")
+        let result = try package(source, output, ["--encryption", "none", "--segment-duration", "2"])
+        try #require(result.status == 0, "\(result.stderr)")
+        for (name, rate) in [("audio-1", 44_100.0), ("audio-2", 48_000.0)] {
+            let segments = try Self.entries(output + "/\(name).m3u8")
+            #expect(segments.count == 8, "\(name): \(segments.map(\.uri))")
+            for (index, segment) in segments.enumerated().dropFirst() {
+                // The presentation starts at 1.4 s in the TS timeline, as FFmpeg's muxers start.
+                let start = Double(try Self.firstTimestamp(output + "/" + segment.uri) - 126_000) / 90_000
+                let off = start - Double(index) * 2
+                #expect(off > -0.0012 && off < 1024 / rate, "\(name) segment \(index) starts \(off) s off the grid")
+            }
+        }
+    }
+}
