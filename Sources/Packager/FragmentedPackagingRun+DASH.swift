@@ -4,8 +4,9 @@ import MediaFormats
 /// one Period per key period, each naming its key ID and its tracks' init segments of that period.
 ///
 /// A Period starts at one instant for every track, but each track is cut on its own (video at IDR
-/// pictures, audio by its frame count), so a track's key period can start a little off the main
-/// track's. The Period starts where the main track's key period starts, every track's
+/// pictures, audio at whole frames on a grid from the video's first picture, within a frame of the
+/// video's when the segment duration is a multiple of the GOP), so a track's key period can start a
+/// little off the main track's. The Period starts where the main track's key period starts, every track's
 /// `presentationTimeOffset` is that instant (the tracks stay in sync), and a track may start or end up to
 /// `periodAlignmentTolerance` off it; further apart, no MPD is written and a notice says why.
 extension FragmentedPackagingRun {

@@ -72,18 +72,24 @@ struct FragmentedPackagingRun {
         var builder = VideoSampleConversion(codec: plan.video?.codec ?? .h264)
         var builderB = builder
         let target = Int64((options.segmentDuration * 90_000).rounded())
+        // Where the audio's cut grid starts (90 kHz): the video's first picture, on whose grid GOP-aligned
+        // video is cut; without video (or before it starts) the presentation's start.
+        var videoStart: Int64? = nil
         var lastReported = -1.0
         while case (let slot, let unit)? = try reader.next() {
             if cancellation?.isCancelled == true { throw PackagingError(.cancelled, "packaging was cancelled") }
             let isB = unit.variant == .b
             let output = isB ? variantB! : outputOfSlot[slot]!
             let planned = streams[slot]
-            if let start = output.openStart, unit.pts - start >= target - Self.cutTolerance,
-                planned.codec.isAudio || unit.isRandomAccess
+            // Video is cut at the first random-access unit a target duration past the segment's start,
+            // audio (below) at the first frame on or past the track's next grid line.
+            if !planned.codec.isAudio, unit.isRandomAccess, let start = output.openStart,
+                unit.pts - start >= target - Self.cutTolerance
             {
                 try output.cut(nextDecodeTime: output.ticks(unit.dts))
             }
             if !planned.codec.isAudio {
+                if videoStart == nil { videoStart = unit.pts }
                 // The sample is built at the end of the segment's payload and encrypted there.
                 let buffer = output.sampleBuffer(reserving: unit.size)
                 let start = buffer.count
@@ -123,6 +129,15 @@ struct FragmentedPackagingRun {
                         .inputCorrupt, "\(options.input): audio frame at \(Self.seconds(unit.pts)) s: \(error)")
                 }
                 for (index, frame) in frames.enumerated() {
+                    let share = unit.duration / Int64(frames.count)
+                    let time = unit.pts + share * Int64(index)
+                    if let start = output.openStart,
+                        time >= SegmentGrid.end(
+                            segmentStart: start, origin: videoStart ?? TimestampMapper.startOffset, target: target)
+                            - Self.cutTolerance
+                    {
+                        try output.cut(nextDecodeTime: output.ticks(time))
+                    }
                     let buffer = output.sampleBuffer(reserving: frame.count)
                     let start = buffer.count
                     if let packet = unit.packet {
@@ -137,8 +152,6 @@ struct FragmentedPackagingRun {
                             cipher, buffer, from: start, record, constantIV: constantIV,
                             what: "audio frame at \(Self.seconds(unit.pts)) s")
                     }
-                    let share = unit.duration / Int64(frames.count)
-                    let time = unit.pts + share * Int64(index)
                     output.appended(
                         record: record, decodeTime: output.ticks(time), duration: output.ticks(share),
                         presentation: time)

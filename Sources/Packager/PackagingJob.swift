@@ -315,8 +315,11 @@ private struct PackagingRun {
                 } else if renditions[slot] != nil {
                     try renditions[slot]!.add(unit)
                 } else {
+                    // Audio without video: on the grid from the presentation's start, as in fMP4.
                     if !hasVideo, let start = output.openSegmentStart,
-                        unit.pts - start >= target - PackagingRun.cutTolerance
+                        unit.pts >= SegmentGrid.end(
+                            segmentStart: start, origin: TimestampMapper.startOffset, target: target)
+                            - PackagingRun.cutTolerance
                     {
                         try output.cut(at: unit.pts)
                     }
