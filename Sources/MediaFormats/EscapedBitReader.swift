@@ -33,6 +33,7 @@ public struct EscapedBitReader {
     public var storedEnd: Int { consumedEnd }
 
     /// Reads `count` (0…32) bits as an unsigned value.
+    @inline(__always)
     public mutating func read(_ count: Int) throws(FormatError) -> UInt32 {
         precondition(count >= 0 && count <= 32, "EscapedBitReader reads at most 32 bits at a time")
         if count > 0 && count <= 8 - bit {  // within the current byte, as most fields are
@@ -54,6 +55,7 @@ public struct EscapedBitReader {
     }
 
     /// Reads one bit as a flag.
+    @inline(__always)
     public mutating func flag() throws(FormatError) -> Bool {
         let set = (try currentByte() &>> UInt8(7 - bit)) & 1 == 1
         advance(within: 1)
@@ -79,20 +81,30 @@ public struct EscapedBitReader {
         }
     }
 
-    /// Skips `count` whole bytes of RBSP from a byte boundary, in a loop that only tracks the zero run
-    /// (for the emulation prevention bytes among them).
+    /// Skips `count` whole bytes of RBSP from a byte boundary, tracking only the zero run (for the
+    /// emulation prevention bytes among them); eight bytes at a time where none of them is zero.
     private mutating func skipWholeBytes(_ count: Int) throws(FormatError) {
         let bytes = self.bytes
         var next = index
         var run = zeros
         var end = next
-        for _ in 0..<count {
+        var left = count
+        while left > 0 {
+            let fast = left >= 8 ? Self.zeroFreeBytes(bytes, from: next, atMost: left) : 0
+            if fast > 0 {
+                next += fast
+                left -= fast
+                run = 0
+                end = next
+                continue
+            }
             guard next < bytes.count else {
                 throw FormatError(structure, "ends after \(bytes.count) bytes, in the middle of a field")
             }
             run = bytes[next] == 0 ? run + 1 : 0
             next += 1
             end = next
+            left -= 1
             if run >= 2, next < bytes.count, bytes[next] == 3 {
                 next += 1
                 run = 0
@@ -102,6 +114,21 @@ public struct EscapedBitReader {
         zeros = run
         consumedEnd = end
         rbspBitsRead += 8 * count
+    }
+
+    /// How many of the `limit` bytes from `start` of `bytes`, in whole words of eight, hold no zero
+    /// byte: no emulation prevention byte lies among or right after them.
+    private static func zeroFreeBytes(_ bytes: [UInt8], from start: Int, atMost limit: Int) -> Int {
+        bytes.withUnsafeBytes { raw in
+            var offset = start
+            while offset - start + 8 <= limit && offset + 8 <= raw.count {
+                let word = raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                // Nonzero exactly when some byte of the word is zero.
+                guard (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080 == 0 else { break }
+                offset += 8
+            }
+            return offset - start
+        }
     }
 
     /// Reads an unsigned Exp-Golomb code, `ue(v)`, of at most 32 bits of value.

@@ -74,7 +74,7 @@ private struct Xorshift: RandomNumberGenerator {
         var random = Xorshift(state: seed &* 0x9E37_79B9_7F4A_7C15 | 1)
         let pieces: [[UInt8]] = [[0], [0, 0], [0, 0, 3], [3], [1], [0x80], [0xFF], [0x40]]
         var stored: [UInt8] = []
-        for _ in 0..<Int.random(in: 1...40, using: &random) {
+        for _ in 0..<Int.random(in: 1...60, using: &random) {
             stored +=
                 Bool.random(using: &random)
                 ? pieces.randomElement(using: &random)! : [UInt8.random(in: 0...255, using: &random)]
@@ -95,7 +95,7 @@ private struct Xorshift: RandomNumberGenerator {
                 expected = reference.read(1).map(UInt64.init)
                 actual = (try? reader.flag()).map { $0 ? 1 : 0 }
             case 2:
-                let count = Int.random(in: 0...80, using: &random)
+                let count = Int.random(in: 0...160, using: &random)
                 expected = reference.read(count).map { _ in 0 }
                 actual = (try? reader.skip(count)).map { 0 }
             default:
