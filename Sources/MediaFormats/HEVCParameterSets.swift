@@ -73,7 +73,9 @@ public struct HEVCShortTermReferenceSet: Sendable, Equatable {
     /// `NumDeltaPocs`.
     public var count: Int { negativeDeltas.count + positiveDeltas.count }
     /// The pictures of the set the current picture uses (its share of `NumPicTotalCurr`).
-    public var usedCount: Int { negativeUsed.filter { $0 }.count + positiveUsed.filter { $0 }.count }
+    public var usedCount: Int {
+        negativeUsed.reduce(0) { $1 ? $0 + 1 : $0 } + positiveUsed.reduce(0) { $1 ? $0 + 1 : $0 }
+    }
 
     /// Reads set `index` after `sets`, those read before it; `total` is `num_short_term_ref_pic_sets`,
     /// and a slice header's own set has `index == total` (only it carries `delta_idx_minus1`).

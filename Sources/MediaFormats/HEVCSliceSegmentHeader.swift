@@ -1,9 +1,12 @@
 /// The parameter sets a stream has sent so far, by ID, as a slice segment header refers to them.
 public struct HEVCParameterSets: Sendable, Equatable {
     /// The sequence parameter sets by `sps_seq_parameter_set_id`.
-    public var sequence: [Int: HEVCSequenceParameterSet] = [:]
+    public private(set) var sequence: [Int: HEVCSequenceParameterSet] = [:]
     /// The picture parameter sets by `pps_pic_parameter_set_id`.
-    public var picture: [Int: HEVCPictureParameterSet] = [:]
+    public private(set) var picture: [Int: HEVCPictureParameterSet] = [:]
+    /// By PPS ID (0…63), the slice context of that PPS and its SPS; nil until both have arrived. Rebuilt
+    /// whenever a PPS, or the SPS it names, arrives again.
+    private(set) var slicing = [HEVCSliceContext?](repeating: nil, count: 64)
 
     /// An empty collection.
     public init() {}
@@ -17,11 +20,20 @@ public struct HEVCParameterSets: Sendable, Equatable {
         case HEVCNALHeader.sps:
             let sps = try HEVCSequenceParameterSet(nal, structure: structure)
             sequence[sps.id] = sps
+            for pps in picture.values where pps.spsID == sps.id {
+                slicing[pps.id] = HEVCSliceContext(pps: pps, sps: sps)
+            }
         case HEVCNALHeader.pps:
             let pps = try HEVCPictureParameterSet(nal, structure: structure)
             picture[pps.id] = pps
+            slicing[pps.id] = sequence[pps.spsID].map { HEVCSliceContext(pps: pps, sps: $0) }
         default: break
         }
+    }
+
+    /// Equal when they hold the same parameter sets (the slice contexts follow from those).
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.sequence == rhs.sequence && lhs.picture == rhs.picture
     }
 }
 
@@ -83,18 +95,19 @@ public struct HEVCSliceSegmentHeader: Sendable, Equatable {
         firstSliceSegmentInPicture = try reader.flag()
         if header.isIRAP { try reader.skip(1) }  // no_output_of_prior_pics_flag
         let ppsID = try reader.unsignedExpGolomb("slice_pic_parameter_set_id", max: 63)
-        guard let pps = sets.picture[ppsID] else {
-            throw FormatError(structure, "names PPS \(ppsID), which was not sent")
-        }
-        guard let sps = sets.sequence[pps.spsID] else {
+        guard let context = sets.slicing[ppsID] else {
+            guard let pps = sets.picture[ppsID] else {
+                throw FormatError(structure, "names PPS \(ppsID), which was not sent")
+            }
             throw FormatError(structure, "PPS \(ppsID) names SPS \(pps.spsID), which was not sent")
         }
+        let pps = context.pps
         dependent = false
         address = 0
         if !firstSliceSegmentInPicture {
             if pps.dependentSliceSegments { dependent = try reader.flag() }
-            let size = sps.pictureSizeInCTBs
-            address = Int(try reader.read(Self.ceilLog2(size)))
+            let size = context.pictureSizeInCTBs
+            address = Int(try reader.read(context.addressBits))
             guard address < size else {
                 throw FormatError(
                     structure, "slice_segment_address \(address) is beyond the \(size) CTBs of the picture")
@@ -118,7 +131,7 @@ public struct HEVCSliceSegmentHeader: Sendable, Equatable {
             collocatedFromL0 = previous.collocatedFromL0
             pictureTotalCurrent = previous.pictureTotalCurrent
         } else {
-            try readSliceFields(&reader, header: header, sps: sps, pps: pps, structure: structure)
+            try readSliceFields(&reader, header: header, context: context, structure: structure)
         }
         if pps.tiles || pps.entropyCodingSync {
             entryPoints = try reader.unsignedExpGolomb("num_entry_point_offsets", max: 440 * 22 * 20)
@@ -148,9 +161,10 @@ public struct HEVCSliceSegmentHeader: Sendable, Equatable {
     /// The fields of an independent slice segment, from `slice_reserved_flag` to
     /// `slice_loop_filter_across_slices_enabled_flag`.
     private mutating func readSliceFields(
-        _ reader: inout EscapedBitReader, header: HEVCNALHeader, sps: HEVCSequenceParameterSet,
-        pps: HEVCPictureParameterSet, structure: String
+        _ reader: inout EscapedBitReader, header: HEVCNALHeader, context: HEVCSliceContext, structure: String
     ) throws(FormatError) {
+        let sps = context.sps
+        let pps = context.pps
         try reader.skip(pps.extraSliceHeaderBits)
         sliceType = try reader.unsignedExpGolomb("slice_type", max: 2)
         if header.isIRAP && sliceType != Self.typeI {
@@ -160,21 +174,20 @@ public struct HEVCSliceSegmentHeader: Sendable, Equatable {
         var temporalMVP = false
         if !header.isIDR {
             try reader.skip(sps.log2MaxPicOrderCountLSB)  // slice_pic_order_cnt_lsb
-            let set: HEVCShortTermReferenceSet
-            let sets = sps.shortTermReferenceSets
+            let used = context.shortTermSetsUsed
             if !(try reader.flag()) {  // short_term_ref_pic_set_sps_flag
-                set = try .read(&reader, index: sets.count, total: sets.count, sets: sets, structure: structure)
+                pictureTotalCurrent = try HEVCShortTermReferenceSet.readUsedCountInSliceHeader(
+                    &reader, sets: sps.shortTermReferenceSets, structure: structure)
             } else {
-                guard !sets.isEmpty else {
+                guard !used.isEmpty else {
                     throw FormatError(structure, "refers to an SPS reference set; the SPS has none")
                 }
-                let index = sets.count > 1 ? Int(try reader.read(Self.ceilLog2(sets.count))) : 0
-                guard index < sets.count else {
-                    throw FormatError(structure, "short_term_ref_pic_set_idx \(index) of \(sets.count) sets")
+                let index = Int(try reader.read(context.shortTermSetIndexBits))
+                guard index < used.count else {
+                    throw FormatError(structure, "short_term_ref_pic_set_idx \(index) of \(used.count) sets")
                 }
-                set = sets[index]
+                pictureTotalCurrent = used[index]
             }
-            pictureTotalCurrent = set.usedCount
             if sps.longTermReferencesPresent {
                 let candidates = sps.longTermUsedBySPS.count
                 let fromSPS =
@@ -182,7 +195,7 @@ public struct HEVCSliceSegmentHeader: Sendable, Equatable {
                 let pictures = try reader.unsignedExpGolomb("num_long_term_pics", max: 32)
                 for index in 0..<(fromSPS + pictures) {
                     if index < fromSPS {
-                        let candidate = candidates > 1 ? Int(try reader.read(Self.ceilLog2(candidates))) : 0
+                        let candidate = Int(try reader.read(context.longTermIndexBits))
                         guard candidate < candidates else {
                             throw FormatError(structure, "lt_idx_sps \(candidate) of \(candidates) candidates")
                         }
@@ -215,7 +228,7 @@ public struct HEVCSliceSegmentHeader: Sendable, Equatable {
                 }
             }
             if pps.listsModificationPresent && pictureTotalCurrent > 1 {
-                let bits = Self.ceilLog2(pictureTotalCurrent)
+                let bits = HEVCSliceContext.ceilLog2(pictureTotalCurrent)
                 if try reader.flag() { try reader.skip(activeReferencesL0 * bits) }
                 if sliceType == Self.typeB, try reader.flag() { try reader.skip(activeReferencesL1 * bits) }
             }
@@ -260,26 +273,24 @@ public struct HEVCSliceSegmentHeader: Sendable, Equatable {
         _ = try reader.unsignedExpGolomb()  // luma_log2_weight_denom
         if chroma { _ = try reader.signedExpGolomb() }  // delta_chroma_log2_weight_denom
         for count in [activeReferencesL0, activeReferencesL1] where count > 0 {
-            var luma: [Bool] = []
-            var chromaFlags: [Bool] = []
-            for _ in 0..<count { luma.append(try reader.flag()) }
-            if chroma { for _ in 0..<count { chromaFlags.append(try reader.flag()) } }
+            // luma_weight_lX_flag and chroma_weight_lX_flag of each reference (at most 15), as bits.
+            var luma: UInt16 = 0
+            var chromaFlags: UInt16 = 0
             for index in 0..<count {
-                if luma[index] {
+                if try reader.flag() { luma |= 1 << index }
+            }
+            for index in 0..<(chroma ? count : 0) {
+                if try reader.flag() { chromaFlags |= 1 << index }
+            }
+            for index in 0..<count {
+                if luma & (1 << index) != 0 {
                     _ = try reader.signedExpGolomb()
                     _ = try reader.signedExpGolomb()
                 }
-                if chroma && chromaFlags[index] {
+                if chromaFlags & (1 << index) != 0 {
                     for _ in 0..<4 { _ = try reader.signedExpGolomb() }
                 }
             }
         }
-    }
-
-    /// `Ceil(Log2(value))`, 0 for 1.
-    static func ceilLog2(_ value: Int) -> Int {
-        var bits = 0
-        while (1 << bits) < value { bits += 1 }
-        return bits
     }
 }
