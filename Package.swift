@@ -25,47 +25,57 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq"),
 
         // Bridges: owners of C objects.
-        .target(name: "MediaCore", dependencies: ["CFFmpeg"], swiftSettings: strict),
+        // What FoundationEssentials lacks, on the C library: path names, trimming, C formats, JSON, threads,
+        // locks, files and child processes. Product modules import FoundationEssentials, never Foundation,
+        // whose ICU and internationalisation libraries cost every command ~6.7 MiB of resident memory.
+        .target(name: "SystemSupport", swiftSettings: strict),
+        .target(name: "MediaCore", dependencies: ["CFFmpeg", "SystemSupport"], swiftSettings: strict),
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         // A periodic thread of its own, for blocking work kept off the cooperative pool.
-        .target(name: "ThreadSupport", swiftSettings: strict),
+        .target(name: "ThreadSupport", dependencies: ["SystemSupport"], swiftSettings: strict),
 
         // Domain cores: no sockets, devices or clocks of their own.
         .target(name: "CaptureMonitor", swiftSettings: strict),
         // Linux capture detectors (process scan, PipeWire, session type, screenshot folders), each a
         // live source for the monitor.
         .target(
-            name: "CaptureDetectors", dependencies: ["CaptureMonitor", "ThreadSupport"], swiftSettings: strict),
+            name: "CaptureDetectors", dependencies: ["CaptureMonitor", "ThreadSupport", "SystemSupport"],
+            swiftSettings: strict),
         .target(name: "Protection", swiftSettings: strict),
         // Byte formats in and out (bit reader/writer, NAL units, H.264, AAC, AC-3, TS, SAMPLE-AES, HLS
         // playlists): no FFmpeg, so their tests run without it.
-        .target(name: "MediaFormats", dependencies: ["Crypto"], swiftSettings: strict),
+        .target(name: "MediaFormats", dependencies: ["Crypto", "SystemSupport"], swiftSettings: strict),
         // Protection's flicker phases make `package STILL --flicker`.
         .target(
-            name: "Packager", dependencies: ["MediaFormats", "MediaCore", "Crypto", "Protection"], swiftSettings: strict
+            name: "Packager", dependencies: ["MediaFormats", "MediaCore", "Crypto", "Protection", "SystemSupport"],
+            swiftSettings: strict
         ),
         .target(
-            name: "Player", dependencies: ["MediaFormats", "MediaCore", "Protection", "CaptureMonitor", "CSDL2"],
+            name: "Player",
+            dependencies: ["MediaFormats", "MediaCore", "Protection", "CaptureMonitor", "CSDL2", "SystemSupport"],
             swiftSettings: strict),
 
         // Service.
-        .target(name: "Store", dependencies: ["CSQLite", "CLibPQ", "Crypto"], swiftSettings: strict),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "ThreadSupport"], swiftSettings: strict),
+        .target(name: "Store", dependencies: ["CSQLite", "CLibPQ", "Crypto", "SystemSupport"], swiftSettings: strict),
+        .target(
+            name: "HTTPServer", dependencies: ["CMicroHTTPD", "ThreadSupport", "SystemSupport"], swiftSettings: strict),
         .target(
             name: "Gateway",
             dependencies: [
                 "Store", "Packager", "MediaFormats", "MediaCore", "Crypto", "CaptureMonitor", "ThreadSupport",
+                "SystemSupport",
             ],
             swiftSettings: strict),
         .target(
-            name: "ControlAPI", dependencies: ["HTTPServer", "Gateway", "Store", "Crypto", "CaptureMonitor"],
+            name: "ControlAPI",
+            dependencies: ["HTTPServer", "Gateway", "Store", "Crypto", "CaptureMonitor", "SystemSupport"],
             swiftSettings: strict),
 
         .executableTarget(
             name: "GuardPlayCLI",
             dependencies: [
                 "ControlAPI", "Gateway", "Store", "HTTPServer", "Player", "Packager", "CaptureMonitor",
-                "CaptureDetectors", "MediaCore",
+                "CaptureDetectors", "MediaCore", "SystemSupport",
             ],
             swiftSettings: strict),
 
@@ -81,6 +91,7 @@ let package = Package(
 
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore"]),
         .testTarget(name: "ThreadSupportTests", dependencies: ["ThreadSupport"]),
+        .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["vectors.json"]),
         .testTarget(name: "CaptureMonitorTests", dependencies: ["CaptureMonitor"]),
         .testTarget(

@@ -1,5 +1,6 @@
 import CaptureMonitor
-import Foundation
+import FoundationEssentials
+import SystemSupport
 
 /// The display connectors the kernel's DRM drivers list in sysfs (`/sys/class/drm/card0-HDMI-A-1/status`
 /// and `enabled`), for sessions where no X server can be asked (Wayland, a console).
@@ -33,7 +34,7 @@ public struct DRMConnectors: Sendable, Hashable {
         for name in names.sorted() where name.hasPrefix("card") && name.contains("-") {
             func read(_ file: String) -> String? {
                 (try? String(contentsOfFile: "\(root)/\(name)/\(file)", encoding: .utf8))?
-                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                    .trimmingSpacesAndLineBreaks()
             }
             guard let status = read("status") else {
                 failure = "\(root)/\(name)/status cannot be read"

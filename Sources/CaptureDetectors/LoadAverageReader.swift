@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Reads the newest PID from `/proc/loadavg` through one descriptor kept open: each reading is a single
 /// `pread(2)` at offset 0, which makes the kernel print the file afresh, so a 10 ms poll costs one system

@@ -1,5 +1,6 @@
 public import CaptureMonitor
-import Foundation
+import FoundationEssentials
+import SystemSupport
 
 /// The mirrored-display watcher as a capture source: every `interval` seconds it asks the X server's
 /// RandR (`xrandr --current` on `DISPLAY`) which outputs show which part of the desktop, and reports
@@ -76,31 +77,27 @@ public final class MirrorSource: LiveCaptureSource {
         guard let executable = PipeWireCaptureSource.findExecutable("xrandr") else {
             throw DisplayLayoutError(line: 0, "xrandr not found on PATH (Debian: x11-xserver-utils)")
         }
-        let process = Process()
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--current"]
-        process.environment = ProcessInfo.processInfo.environment.merging(["DISPLAY": display]) { _, new in new }
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
+        let process: ChildProcess
         do {
-            try process.run()
+            process = try ChildProcess(
+                executable: executable, arguments: ["--current"],
+                environment: ProcessInfo.processInfo.environment.merging(["DISPLAY": display]) { _, new in new })
         } catch {
-            throw DisplayLayoutError(line: 0, "cannot start xrandr: \(error.localizedDescription)")
+            throw DisplayLayoutError(line: 0, "cannot start xrandr: \(error)")
         }
-        let reader = output.fileHandleForReading
-        var bytes = Data()
-        while bytes.count <= maximumQueryBytes, let chunk = try? reader.read(upToCount: 65536), !chunk.isEmpty {
-            bytes.append(chunk)
+        var bytes: [UInt8] = []
+        while bytes.count <= maximumQueryBytes {
+            let chunk = process.read(upTo: 65536)
+            if chunk.isEmpty { break }
+            bytes += chunk
         }
         if bytes.count > maximumQueryBytes { process.terminate() }
-        process.waitUntilExit()
+        let status = process.waitForExit()
         guard bytes.count <= maximumQueryBytes else {
             throw DisplayLayoutError(line: 0, "xrandr printed over \(maximumQueryBytes) bytes")
         }
-        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            throw DisplayLayoutError(line: 0, "xrandr failed (status \(process.terminationStatus))")
+        guard status == 0 else {
+            throw DisplayLayoutError(line: 0, "xrandr failed (status \(status.map(String.init) ?? "signal"))")
         }
         return String(decoding: bytes, as: UTF8.self)
     }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One capture read from the PipeWire graph.
 public struct PipeWireDetection: Sendable, Hashable {

@@ -1,6 +1,9 @@
 public import CaptureMonitor
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Synchronization
+import SystemSupport
 import ThreadSupport
 
 /// The PipeWire registry watcher as a capture source. It runs `pw-dump --monitor`, keeps the object graph
@@ -15,7 +18,7 @@ public final class PipeWireCaptureSource: LiveCaptureSource {
         var graph = PipeWireGraph()
         var ready = false
         var failure: String?
-        var process: Process?
+        var process: ChildProcess?
         var heartbeat: PeriodicThread?
         var reporter: CaptureReporter?
         var lastVerdict: [PipeWireDetection]?
@@ -66,29 +69,24 @@ public final class PipeWireCaptureSource: LiveCaptureSource {
             reporter.report(.unknown, reason: "pw-dump not found: cannot watch PipeWire", confidence: 1)
             return
         }
-        let process = Process()
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = Array(command.dropFirst())
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, override in override }
-        }
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
         state.withLock { $0.reporter = reporter }
         reporter.report(.unknown, reason: "waiting for PipeWire's first dump", confidence: 1)
+        let process: ChildProcess
         do {
-            try process.run()
+            process = try ChildProcess(
+                executable: executable, arguments: Array(command.dropFirst()),
+                environment: ProcessInfo.processInfo.environment.merging(environment) { _, override in override })
         } catch {
-            reporter.report(.unknown, reason: "cannot start pw-dump: \(error.localizedDescription)", confidence: 1)
+            reporter.report(.unknown, reason: "cannot start pw-dump: \(error)", confidence: 1)
             return
         }
-        let reader = output.fileHandleForReading
-        let thread = Thread { [weak self] in
+        state.withLock { $0.process = process }
+        startThread(name: "guardplay.pipewire-reader") { [weak self] in
             var splitter = JSONArraySplitter()
+            // Reaps pw-dump once its output ends, whoever ended it.
+            defer { process.waitForExit() }
             while true {
-                let bytes = reader.availableData
+                let bytes = process.read(upTo: 65536)
                 if bytes.isEmpty { break }
                 do {
                     for array in try splitter.feed(bytes) {
@@ -106,9 +104,6 @@ public final class PipeWireCaptureSource: LiveCaptureSource {
                 if state.failure == nil { state.failure = "pw-dump exited" }
             }
         }
-        thread.name = "guardplay.pipewire-reader"
-        state.withLock { $0.process = process }
-        thread.start()
         // The first report should be the graph's verdict, not "waiting": pw-dump prints the whole graph
         // within milliseconds of connecting.
         _ = firstDump.wait(timeout: .now() + startTimeout)

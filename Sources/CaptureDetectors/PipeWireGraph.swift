@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import SystemSupport
 
 /// The PipeWire object graph as `pw-dump` prints it, kept up to date from `pw-dump --monitor`, and the
 /// rules that read capture out of it.
@@ -83,28 +84,27 @@ public struct PipeWireGraph: Sendable {
 
     /// Applies one JSON array from `pw-dump` (the first full dump or a monitor update).
     public mutating func apply(json bytes: [UInt8]) throws(PipeWireParseError) {
-        let data = Data(bytes)
-        let parsed: Any
+        let parsed: JSON
         do {
-            parsed = try JSONSerialization.jsonObject(with: data)
+            parsed = try JSON.parse(bytes)
         } catch {
-            throw PipeWireParseError(message: "not JSON: \(error.localizedDescription)")
+            throw PipeWireParseError(message: "not JSON: \(error)")
         }
-        guard let objects = parsed as? [Any] else {
+        guard let objects = parsed.array else {
             throw PipeWireParseError(message: "expected a JSON array of objects")
         }
-        for case let object as [String: Any] in objects {
+        for object in objects where object.members != nil {
             apply(object: object)
         }
     }
 
-    private mutating func apply(object: [String: Any]) {
-        guard let id = object["id"] as? Int else { return }
-        if object["type"] as? String == "PipeWire:Interface:Metadata" {
+    private mutating func apply(object: JSON) {
+        guard let id = object["id"]?.int else { return }
+        if object["type"]?.string == "PipeWire:Interface:Metadata" {
             applyMetadata(object, id: id)
             return
         }
-        guard let info = object["info"] as? [String: Any] else {
+        guard let info = object["info"]?.object else {
             // `"info": null` removes the object, whatever it was.
             nodes[id] = nil
             ports[id] = nil
@@ -116,31 +116,31 @@ public struct PipeWireGraph: Sendable {
             }
             return
         }
-        let props = info["props"] as? [String: Any] ?? [:]
-        switch object["type"] as? String {
+        let props = info["props"]?.object ?? .object([])
+        switch object["type"]?.string {
         case "PipeWire:Interface:Node":
             nodes[id] = Node(
-                id: id, mediaClass: props["media.class"] as? String ?? "", name: props["node.name"] as? String ?? "",
-                mediaRole: props["media.role"] as? String, deviceAPI: props["device.api"] as? String,
-                clientID: props["client.id"] as? Int, captureSink: props["stream.capture.sink"] as? Bool ?? false,
-                target: props["target.object"] as? String ?? props["node.target"] as? String,
-                state: info["state"] as? String)
+                id: id, mediaClass: props["media.class"]?.string ?? "", name: props["node.name"]?.string ?? "",
+                mediaRole: props["media.role"]?.string, deviceAPI: props["device.api"]?.string,
+                clientID: props["client.id"]?.int, captureSink: props["stream.capture.sink"]?.bool ?? false,
+                target: props["target.object"]?.string ?? props["node.target"]?.string,
+                state: info["state"]?.string)
         case "PipeWire:Interface:Port":
-            guard let node = props["node.id"] as? Int else { return }
+            guard let node = props["node.id"]?.int else { return }
             ports[id] = Port(
-                id: id, nodeID: node, isOutput: info["direction"] as? String == "output",
-                isMonitor: props["port.monitor"] as? Bool ?? false)
+                id: id, nodeID: node, isOutput: info["direction"]?.string == "output",
+                isMonitor: props["port.monitor"]?.bool ?? false)
         case "PipeWire:Interface:Link":
-            guard let outputNode = info["output-node-id"] as? Int, let outputPort = info["output-port-id"] as? Int,
-                let inputNode = info["input-node-id"] as? Int, let inputPort = info["input-port-id"] as? Int
+            guard let outputNode = info["output-node-id"]?.int, let outputPort = info["output-port-id"]?.int,
+                let inputNode = info["input-node-id"]?.int, let inputPort = info["input-port-id"]?.int
             else { return }
             links[id] = Link(
                 id: id, outputNode: outputNode, outputPort: outputPort, inputNode: inputNode, inputPort: inputPort)
         case "PipeWire:Interface:Client":
             clients[id] = Client(
-                id: id, pid: (props["application.process.id"] as? Int).map { Int32(truncatingIfNeeded: $0) },
-                binary: props["application.process.binary"] as? String,
-                applicationName: props["application.name"] as? String)
+                id: id, pid: (props["application.process.id"]?.int).map { Int32(truncatingIfNeeded: $0) },
+                binary: props["application.process.binary"]?.string,
+                applicationName: props["application.name"]?.string)
         default:
             break
         }
@@ -149,24 +149,24 @@ public struct PipeWireGraph: Sendable {
     /// Follows `default.audio.sink` in the `default` metadata. Monitor updates may list only the
     /// changed entries, so entries are merged; a null value clears the key, and `"metadata": null`
     /// removes the object.
-    private mutating func applyMetadata(_ object: [String: Any], id: Int) {
-        let props = object["props"] as? [String: Any] ?? [:]
-        if let name = props["metadata.name"] as? String {
+    private mutating func applyMetadata(_ object: JSON, id: Int) {
+        let props = object["props"]?.object ?? .object([])
+        if let name = props["metadata.name"]?.string {
             guard name == "default" else { return }
             defaultMetadataID = id
         } else if id != defaultMetadataID {
             return
         }
-        guard let entries = object["metadata"] as? [Any] else {
-            if object.keys.contains("metadata") || object.keys.contains("info") {
+        guard let entries = object["metadata"]?.array else {
+            if object["metadata"] != nil || object["info"] != nil {
                 defaultMetadataID = nil
                 defaultAudioSink = nil
             }
             return
         }
-        for case let entry as [String: Any] in entries {
-            guard entry["subject"] as? Int == 0, entry["key"] as? String == "default.audio.sink" else { continue }
-            defaultAudioSink = (entry["value"] as? [String: Any])?["name"] as? String
+        for entry in entries where entry.members != nil {
+            guard entry["subject"]?.int == 0, entry["key"]?.string == "default.audio.sink" else { continue }
+            defaultAudioSink = entry["value"]?.object?["name"]?.string
         }
     }
 }

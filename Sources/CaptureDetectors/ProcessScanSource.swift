@@ -1,5 +1,6 @@
 public import CaptureMonitor
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// The process scanner as a capture source: every `interval` seconds it reads `/proc` and reports

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// The process scanner's reads of procfs, made cheap enough to run four times a second beside a fast
@@ -22,8 +23,8 @@ final class ProcessScanner: Sendable {
         var commandLine: Int32
 
         func close() {
-            Foundation.close(comm)
-            Foundation.close(commandLine)
+            Glibc.close(comm)
+            Glibc.close(commandLine)
         }
     }
 
@@ -132,7 +133,7 @@ final class ProcessScanner: Sendable {
 
     /// Opens `pid`'s file `name` (`comm`, `cmdline`) read-only; -1 when it is gone. The caller closes it.
     func openFile(_ pid: Int32, _ name: StaticString) -> Int32 {
-        guard root >= 0 else { return Foundation.open("\(table.root)/\(pid)/\(name)", O_RDONLY | O_CLOEXEC) }
+        guard root >= 0 else { return Glibc.open("\(table.root)/\(pid)/\(name)", O_RDONLY | O_CLOEXEC) }
         // "PID/name" and a NUL, without building a String: ten digits, a slash and the name.
         return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 16 + name.utf8CodeUnitCount) { path in
             var digits = 0

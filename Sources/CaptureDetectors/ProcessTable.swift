@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 
 /// Reads the running processes from a procfs mount (`/proc` normally; tests may point it elsewhere).
 public struct ProcessTable: Sendable {
@@ -88,7 +90,7 @@ public struct ProcessTable: Sendable {
     /// bytes; others as Foundation trims them, which knows the Unicode newlines.
     static func commName(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
         guard bytes.allSatisfy({ $0 < 0x80 }) else {
-            return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .newlines)
+            return String(decoding: bytes, as: UTF8.self).trimmingLineBreaks()
         }
         // U+000A to U+000D are CharacterSet.newlines' ASCII members.
         let newline: (UInt8) -> Bool = { (0x0A...0x0D).contains($0) }
@@ -104,7 +106,7 @@ public struct ProcessTable: Sendable {
     public func threadGroup(of pid: Int32) -> Int32? {
         guard let status = Self.read("\(root)/\(pid)/status", oneRecord: true) else { return nil }
         for line in String(decoding: status, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Tgid:") {
-            return Int32(line.dropFirst(5).trimmingCharacters(in: .whitespaces))
+            return Int32(line.dropFirst(5).trimmingSpaces())
         }
         return nil
     }
@@ -159,7 +161,7 @@ public struct ProcessTable: Sendable {
         // A buffer on the stack: a scan reads two small files per process, several times a second.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { buffer in
             while bytes.count < limit {
-                let count = Foundation.read(descriptor, buffer.baseAddress, buffer.count)
+                let count = Glibc.read(descriptor, buffer.baseAddress, buffer.count)
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { break }
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<count]))

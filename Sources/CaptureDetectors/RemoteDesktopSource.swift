@@ -1,5 +1,5 @@
 public import CaptureMonitor
-import Foundation
+import FoundationEssentials
 
 /// What one look at the running remote-viewing servers found.
 public struct RemoteDesktopScan: Sendable, Hashable {

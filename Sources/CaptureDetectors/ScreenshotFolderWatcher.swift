@@ -1,5 +1,7 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
+import SystemSupport
 
 /// Watches the folders where screenshot tools save (with inotify) and reports each new image. A
 /// screenshot cannot be seen coming, so this is for the audit trail only: it never changes the capture
@@ -24,14 +26,13 @@ public final class ScreenshotFolderWatcher: Sendable {
     /// `~/.config/user-dirs.dirs`, those that exist.
     public static func defaultFolders(environment: [String: String]? = nil) -> [String] {
         let environment = environment ?? ProcessInfo.processInfo.environment
-        let home = environment["HOME"] ?? NSHomeDirectory()
+        let home = environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
         var folders = ["\(home)/Pictures/Screenshots", "\(home)/Pictures"]
         let config = environment["XDG_CONFIG_HOME"] ?? "\(home)/.config"
         if let text = try? String(contentsOfFile: "\(config)/user-dirs.dirs", encoding: .utf8) {
             for line in text.split(separator: "\n") where line.hasPrefix("XDG_PICTURES_DIR=") {
-                let value = line.dropFirst("XDG_PICTURES_DIR=".count).trimmingCharacters(
-                    in: CharacterSet(charactersIn: "\""))
-                let path = value.replacingOccurrences(of: "$HOME", with: home)
+                let value = line.dropFirst("XDG_PICTURES_DIR=".count).trimmingScalars { $0 == "\"" }
+                let path = value.replacing("$HOME", with: home)
                 folders.append(path)
                 folders.append(path + "/Screenshots")
             }
@@ -56,11 +57,9 @@ public final class ScreenshotFolderWatcher: Sendable {
         }
         self.descriptor = descriptor
         self.watched = watched
-        let thread = Thread { [self] in
+        startThread(name: "guardplay.screenshots") { [self] in
             self.readEvents(onSighting)
         }
-        thread.name = "guardplay.screenshots"
-        thread.start()
     }
 
     /// Stops watching. Removing the watches queues `IN_IGNORED` events, which wake the reading thread;

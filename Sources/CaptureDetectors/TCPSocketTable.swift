@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One row of `/proc/net/tcp` or `/proc/net/tcp6`: a TCP socket of the network namespace, its two ends,
 /// its state and the inode that `/proc/PID/fd` links name (`socket:[INODE]`).

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// The tasks the newest-PID poll looks at again while they are in their exec window, each with its

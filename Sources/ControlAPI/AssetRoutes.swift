@@ -1,5 +1,6 @@
 import Gateway
 import HTTPServer
+import SystemSupport
 
 /// Assets: listing, import of an already packaged directory, and the key policy.
 enum AssetRoutes {

@@ -1,5 +1,6 @@
-public import Foundation
+public import FoundationEssentials
 import Gateway
+import SystemSupport
 
 /// A request body's JSON object, read field by field: each accessor names the field in its error,
 /// and `allowing` refuses members the route does not define.

@@ -1,5 +1,6 @@
 import Gateway
 import HTTPServer
+import SystemSupport
 
 /// Packaging jobs: creation (idempotent with `Idempotency-Key`), listing with a cursor, progress and
 /// cancellation.

@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 import Gateway
 import HTTPServer
+import SystemSupport
 
 /// HLS playlists and segments, and content keys: the routes players call.
 enum MediaRoutes {
@@ -130,7 +131,7 @@ enum ByteRange: Equatable {
     /// ignored (the whole file is sent), as RFC 9110 allows.
     static func parse(_ field: String?, size: UInt64) -> ByteRange {
         guard let field, field.hasPrefix("bytes=") else { return .whole }
-        let spec = field.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        let spec = field.dropFirst(6).trimmingSpaces()
         guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return .whole }
         let first = spec[..<dash]
         let last = spec[spec.index(after: dash)...]

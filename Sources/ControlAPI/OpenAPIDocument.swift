@@ -1,3 +1,5 @@
+import SystemSupport
+
 /// The OpenAPI 3.1 documents, embedded at build time and served as JSON at `/v1/openapi.json`: the
 /// gateway's (`docs/openapi.yaml`) by `guard-play serve`, and the player control server's
 /// (`docs/openapi-player.yaml`) by `guard-play FILE --control`. Each lists only its own server's routes.

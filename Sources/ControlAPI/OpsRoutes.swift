@@ -1,5 +1,6 @@
 import Gateway
 import HTTPServer
+import SystemSupport
 
 /// `/livez`, `/readyz`, `/metrics` and the OpenAPI document. `/livez` is always open; `access` says
 /// who may read the others (open on the gateway, which has its own network policy for them; the

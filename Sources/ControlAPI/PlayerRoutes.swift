@@ -1,6 +1,7 @@
-public import Foundation
+public import FoundationEssentials
 public import Gateway
 import HTTPServer
+import SystemSupport
 
 /// A player's state as the control API reports it.
 public struct PlayerStatusReport: Sendable, Equatable {

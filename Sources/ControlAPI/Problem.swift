@@ -1,5 +1,6 @@
 public import Gateway
 public import HTTPServer
+import SystemSupport
 
 /// An RFC 9457 problem detail: the body of every error response, as `application/problem+json`.
 public struct Problem: Sendable, Equatable {

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// RFC 3339 timestamps (`2026-01-02T03:04:05.678Z`), parsed and written without Foundation's
 /// formatters so they are strict and thread-safe.
@@ -11,9 +11,12 @@ public enum RFC3339 {
         let (totalSeconds, millis) = floorDivision(milliseconds, 1000)
         let (days, seconds) = floorDivision(totalSeconds, 86400)
         let (year, month, day) = civil(fromDays: days)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", year, month, day, Int(seconds / 3600),
-            Int(seconds / 60 % 60), Int(seconds % 60), Int(millis))
+        // `%ld`: the C library reads each argument as the 64-bit `Int` it is.
+        let date: String = String(cFormat: "%04ld-%02ld-%02ld", Int(year), Int(month), Int(day))
+        let time: String = String(
+            cFormat: "T%02ld:%02ld:%02ld.%03ldZ", Int(seconds / 3600), Int(seconds / 60 % 60), Int(seconds % 60),
+            Int(millis))
+        return date + time
     }
 
     /// The quotient rounded toward minus infinity, and the remainder, which is then never negative.

@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 import Gateway
 import HTTPServer
 import Store
+import SystemSupport
 
 /// JSON shapes of the gateway's values, as `docs/openapi.yaml` defines them.
 enum Representation {

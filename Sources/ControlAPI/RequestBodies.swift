@@ -1,6 +1,7 @@
 import Crypto
-package import Foundation
+package import FoundationEssentials
 package import Gateway
+import SystemSupport
 
 // Every REST request body, read from its JSON object into a value before any handler acts on it.
 // Each reader refuses unknown members first and then reads its fields in order, so the first

@@ -1,6 +1,8 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 public import Gateway
 public import HTTPServer
+import SystemSupport
 
 /// One segment of a route's path grammar.
 public enum PathSegment: Sendable, Equatable {
@@ -97,7 +99,7 @@ public struct RequestContext: Sendable {
     /// The body as a JSON object; 415 for a non-JSON content type, 400 for malformed JSON.
     public func jsonObject() throws -> JSONObject {
         if let type = request.headers["Content-Type"] {
-            let media = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            let media = type.split(separator: ";").first.map { $0.trimmingSpaces().lowercased() }
             // curl's -d sends form-urlencoded; its body is still ours to read as JSON.
             guard media == "application/json" || media == "application/x-www-form-urlencoded" else {
                 throw APIProblem(
@@ -278,7 +280,7 @@ public final class Router: Sendable {
         guard let value = headers["Authorization"] else { return nil }
         let parts = value.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        return parts[1].trimmingCharacters(in: .whitespaces)
+        return parts[1].trimmingSpaces()
     }
 
     /// The problem response for `error`, with its `WWW-Authenticate` challenge when it has one (401s).

@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 import HTTPServer
 public import Store
+import SystemSupport
 
 /// Everything `guard-play serve` (and `guard-play tokens`) can be told, from a config file and the
 /// command line; the command line wins. The file holds `key = value` lines whose keys are the long
@@ -55,14 +56,14 @@ public struct ServeConfiguration: Equatable, Sendable {
         var seen = Set<String>()
         for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
-                .trimmingCharacters(in: .whitespaces)
+                .trimmingSpaces()
             guard !line.isEmpty else { continue }
             let source = "config \(path):\(index + 1)"
             guard let equals = line.firstIndex(of: "=") else {
                 throw ServeConfigurationError(.badValue, "\(source): expected 'key = value'")
             }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
-            let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let key = line[..<equals].trimmingSpaces()
+            let value = line[line.index(after: equals)...].trimmingSpaces()
             let normalised = key == "cors-origins" ? "cors-origin" : key == "import-roots" ? "import-root" : key
             guard Self.keys.contains(normalised) else {
                 throw ServeConfigurationError(.badValue, "\(source): unknown key '\(key)'")
@@ -93,7 +94,7 @@ public struct ServeConfiguration: Equatable, Sendable {
             return seconds
         }
         func list() -> [String] {
-            value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            value.split(separator: ",").map { $0.trimmingSpaces() }.filter { !$0.isEmpty }
         }
         switch key {
         case "listen":

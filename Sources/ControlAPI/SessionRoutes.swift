@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 import Gateway
 import HTTPServer
+import SystemSupport
 
 /// Sessions: creation with a signed playback URL, revocation, capture-state reports, commands and the
 /// session's event stream.

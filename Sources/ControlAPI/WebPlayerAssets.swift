@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The gateway's own web player: a page and its stylesheet and JavaScript modules, written in
 /// `web/player/` and embedded by `scripts/embed-web-player.sh`. No third-party code: MSE takes the
@@ -37,7 +37,7 @@ enum WebPlayerAssets {
             "{{license}}": "/v1/licenses/clearkey",
         ]
         for (placeholder, value) in values {
-            text = text.replacingOccurrences(of: placeholder, with: escaped(value))
+            text = text.replacing(placeholder, with: escaped(value))
         }
         return text
     }

@@ -1,3 +1,5 @@
+import SystemSupport
+
 /// Why a YAML text did not parse, and where.
 public struct YAMLError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The 1-based line.

@@ -1,6 +1,7 @@
 import Crypto
-public import Foundation
+public import FoundationEssentials
 public import Store
+import SystemSupport
 
 /// What an API token may do.
 public enum Scope: String, Sendable, CaseIterable, Comparable {
@@ -69,7 +70,7 @@ public enum APITokens {
 
     /// Parses a comma-separated scope list such as `control,package`; nil on an unknown scope.
     public static func parseScopes(_ text: String) -> Set<Scope>? {
-        let names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let names = text.split(separator: ",").map { $0.trimmingSpaces() }
         guard !names.isEmpty else { return nil }
         var scopes = Set<Scope>()
         for name in names {

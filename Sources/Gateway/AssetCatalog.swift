@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Store
 import Synchronization
 
@@ -124,8 +125,8 @@ final class AssetCatalog: Sendable {
                 files[relative] = file
             }
         }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: asset.directory, isDirectory: &isDirectory), isDirectory.boolValue
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: asset.directory, isDirectory: &isDirectory), isDirectory
         else {
             throw GatewayError(
                 .invalid, code: "asset-directory-missing", detail: "The asset's directory does not exist.")

@@ -1,5 +1,7 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import MediaFormats
+import SystemSupport
 
 /// One watermarked segment: where it sits in its media playlist and its two variant files.
 struct WatermarkedSegment: Sendable {
@@ -60,10 +62,10 @@ struct AssetWatermark: Sendable {
         }
         guard info.st_mode & S_IFMT == S_IFREG, info.st_size <= maxManifestBytes,
             let data = FileManager.default.contents(atPath: path),
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            let object = (try? JSON.parse([UInt8](data)))?.object
         else { throw invalid("not a JSON object of at most \(maxManifestBytes) bytes") }
-        guard object["version"] as? Int == 1 else { throw invalid("version must be 1") }
-        guard let names = object["playlists"] as? [String], !names.isEmpty, names.count <= 64 else {
+        guard object["version"]?.int == 1 else { throw invalid("version must be 1") }
+        guard let names = object["playlists"]?.strings, !names.isEmpty, names.count <= 64 else {
             throw invalid("playlists must list 1 to 64 media playlists")
         }
         var segments: [String: WatermarkedSegment] = [:]

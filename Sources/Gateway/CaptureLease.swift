@@ -1,5 +1,5 @@
 public import CaptureMonitor
-public import Foundation
+public import FoundationEssentials
 
 // A session's capture state is the player's `CaptureState` (clear, capturing, unknown): for a session,
 // `clear` and `capturing` hold while the client's last report is within its lease, and `unknown` (which

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import Store
 
 /// Why a request for a watermarked segment was refused.

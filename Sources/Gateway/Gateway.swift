@@ -1,6 +1,6 @@
 import CaptureMonitor
 import Crypto
-public import Foundation
+public import FoundationEssentials
 public import Store
 import Synchronization
 import ThreadSupport

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// Where the gateway reads the time, so tests can move it by hand.
 public protocol GatewayClock: Sendable {

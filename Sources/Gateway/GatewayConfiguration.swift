@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 import Store
 
 /// How the gateway behaves: where it keeps its data and how long things last.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Prometheus metrics: counters, gauges and histograms with labels, rendered in the text exposition

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// How far a capture report's `observedAt` may be from the receiver's clock. A report from a client
 /// whose clock is far off, or one replayed long after it was made, says nothing about now, so it is

@@ -26,7 +26,7 @@ public struct PackagingWork: Sendable, Equatable {
         self.key = key
         self.kid = kid
         self.keyURI = keyURI
-        self.keyURITemplate = keyURITemplate ?? keyURI.replacingOccurrences(of: kid, with: "{kid}")
+        self.keyURITemplate = keyURITemplate ?? keyURI.replacing(kid, with: "{kid}")
         self.options = options
     }
 }

@@ -1,9 +1,12 @@
 import Crypto
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import MediaCore
 import Packager
 public import Store
 import Synchronization
+import SystemSupport
 import ThreadSupport
 
 /// Packaging jobs: a persistent queue in the store and a bounded pool of worker threads that run the
@@ -188,12 +191,10 @@ public final class PackagingJobs: Sendable {
         let count = max(1, configuration.jobWorkers)
         workerCount.withLock { $0 = count }
         for index in 0..<count {
-            let thread = Thread { [self] in
+            startThread(name: "packaging-\(index)") { [self] in
                 work()
                 workersExited.signal()
             }
-            thread.name = "packaging-\(index)"
-            thread.start()
         }
     }
 
@@ -293,10 +294,10 @@ public final class PackagingJobs: Sendable {
     /// input root or data directory; the log keeps the full message.
     func clientMessage(_ message: String, input resolved: String?, as given: String) -> String {
         var shown = message
-        if let resolved { shown = shown.replacingOccurrences(of: resolved, with: given) }
+        if let resolved { shown = shown.replacing(resolved, with: given) }
         let roots = [configuration.inputRoot, configuration.dataDirectory].flatMap { [canonicalPath($0), $0] }
         for case let root? in roots where !root.isEmpty && root != "/" {
-            shown = shown.replacingOccurrences(of: root.hasSuffix("/") ? root : root + "/", with: "")
+            shown = shown.replacing(root.hasSuffix("/") ? root : root + "/", with: "")
         }
         return shown
     }

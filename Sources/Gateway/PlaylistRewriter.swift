@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import MediaFormats
 
 /// Rewrites a stored playlist for one playback session: key URIs point at the gateway's key endpoint
@@ -50,7 +50,7 @@ public struct PlaylistRewriter: Sendable {
         let last = uri.split(separator: "/").last.map(String.init) ?? uri
         let stem = last.split(separator: ".").first.map(String.init) ?? last
         if kids.contains(stem) { return stem }
-        if let scheme = uri.range(of: "://"), kids.contains(String(uri[scheme.upperBound...])) {
+        if let scheme = uri.firstRange(of: "://"), kids.contains(String(uri[scheme.upperBound...])) {
             return String(uri[scheme.upperBound...])
         }
         return kids.count == 1 ? kids[0] : nil

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A token bucket per client address for refused requests: each refusal takes a token, tokens come

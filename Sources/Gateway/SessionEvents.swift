@@ -1,5 +1,5 @@
 public import CaptureMonitor
-public import Foundation
+public import FoundationEssentials
 import Synchronization
 
 /// A command an operator sends to the client playing a session.

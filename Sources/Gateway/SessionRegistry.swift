@@ -1,5 +1,5 @@
 import CaptureMonitor
-import Foundation
+import FoundationEssentials
 public import Store
 import Synchronization
 

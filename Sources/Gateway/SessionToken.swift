@@ -1,5 +1,5 @@
 import Crypto
-public import Foundation
+public import FoundationEssentials
 
 /// What a valid session token says: which session, which asset, until when.
 public struct SessionClaims: Sendable, Equatable {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What a copy's watermark says: the session it names, or none, and how sure that is.
 public struct WatermarkIdentification: Sendable, Equatable {

@@ -1,7 +1,8 @@
 import CaptureDetectors
 import CaptureMonitor
-import Foundation
+import FoundationEssentials
 import Player
+import SystemSupport
 
 /// What `--capture-source` asks for: a comma-separated list of `auto`, `simulate`, `process`,
 /// `pipewire`, `session`, `remote-desktop`, `mirror`, `remote` and `none`.
@@ -20,7 +21,7 @@ struct CaptureSelection: Equatable {
     init(parsing text: String) throws(CLIError) {
         var words = Set<Word>()
         for item in text.split(separator: ",", omittingEmptySubsequences: false) {
-            let name = item.trimmingCharacters(in: .whitespaces)
+            let name = item.trimmingSpaces()
             guard let word = Word(rawValue: name) else {
                 throw CLIError(
                     .badValue,

@@ -1,7 +1,9 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Packager
 import Synchronization
+import SystemSupport
 
 /// One file's outcome.
 struct CatalogueResult: Sendable {
@@ -33,21 +35,27 @@ enum CatalogueFiles {
     /// Every regular file under `root` (symbolic links followed to files), hidden ones and text names
     /// left out, as paths relative to `root`, sorted.
     static func list(under root: String) throws(CLIError) -> [String] {
-        guard let walker = FileManager.default.enumerator(atPath: root) else {
+        guard let top = try? FileManager.default.contentsOfDirectory(atPath: root) else {
             throw CLIError(.inputMissing, "cannot read directory \(root)")
         }
         var files: [String] = []
-        while let relative = walker.nextObject() as? String {
-            let name = (relative as NSString).lastPathComponent
-            if name.hasPrefix(".") {
-                walker.skipDescendants()
+        var pending = top
+        while let relative = pending.popLast() {
+            let name = relative.lastPathComponent
+            if name.hasPrefix(".") { continue }
+            let path = root + "/" + relative
+            // Descends into real directories only, as the directory enumerator did: a link to a directory
+            // is neither walked nor taken for a file.
+            var entry = stat()
+            if lstat(path, &entry) == 0, entry.st_mode & S_IFMT == S_IFDIR {
+                let children = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+                pending += children.map { relative + "/" + $0 }
                 continue
             }
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: root + "/" + relative, isDirectory: &isDirectory),
-                !isDirectory.boolValue
+            var isDirectory = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory
             else { continue }
-            if textExtensions.contains((name as NSString).pathExtension.lowercased()) { continue }
+            if textExtensions.contains(name.pathExtension.lowercased()) { continue }
             files.append(relative)
         }
         return files.sorted()
@@ -93,7 +101,7 @@ final class Catalogue: Sendable {
 
     /// Packages one file and verifies the output against it.
     private func process(_ file: String) -> CatalogueResult {
-        let name = (file as NSString).deletingPathExtension
+        let name = file.deletingPathExtension
         let output = out + "/hls/" + name
         let keyFile = out + "/keys/" + name + ".key"
         var result = CatalogueResult(
@@ -109,7 +117,7 @@ final class Catalogue: Sendable {
             options = try PackageCommand.packagingOptions(
                 parsed, input: root + "/" + file, output: output, keyFile: keyFile)
             for directory in [
-                (output as NSString).deletingLastPathComponent, (keyFile as NSString).deletingLastPathComponent,
+                output.deletingLastPathComponent, keyFile.deletingLastPathComponent,
             ] {
                 try FileManager.default.createDirectory(
                     atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -120,7 +128,7 @@ final class Catalogue: Sendable {
             return result
         } catch {
             result.exitCode = ExitCode.outputFailed.rawValue
-            result.message = "cannot make the output's directory: \(error.localizedDescription)"
+            result.message = "cannot make the output's directory: \(failureText(error))"
             return result
         }
         let packageStart = Date()

@@ -1,8 +1,9 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import MediaCore
 import Packager
 import Synchronization
+import SystemSupport
 
 /// `guard-play catalogue DIR --out OUT`: packages every media file under DIR with `package`'s options and
 /// verifies each output against its source, in-process, `--jobs` files at a time; reports per file as
@@ -60,8 +61,8 @@ enum CatalogueCommand {
             ?? 1
         // Every per-file option is checked once, before any file is touched.
         _ = try PackageCommand.packagingOptions(parsed, input: root, output: out, keyFile: nil)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory else {
             throw CLIError(.inputMissing, "no directory \(root)")
         }
         if PathIdentity(out).overlaps(PathIdentity(root)) {
@@ -76,7 +77,7 @@ enum CatalogueCommand {
         guard !files.isEmpty else { throw CLIError(.inputMissing, "no media file under \(root)") }
         var names: [String: String] = [:]
         for file in files {
-            let name = (file as NSString).deletingPathExtension
+            let name = file.deletingPathExtension
             if let other = names.updateValue(file, forKey: name) {
                 throw CLIError(.usage, "\(other) and \(file) would both be packaged to \(out)/hls/\(name); rename one")
             }
@@ -99,7 +100,7 @@ enum CatalogueCommand {
                 try Data(summary.junit().utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
             }
         } catch {
-            throw CLIError(.outputFailed, "cannot write the report: \(error.localizedDescription)")
+            throw CLIError(.outputFailed, "cannot write the report: \(failureText(error))")
         }
         print(summary.line)
         if catalogue.cancellation.isCancelled { return .interrupted }

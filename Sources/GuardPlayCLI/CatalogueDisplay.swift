@@ -1,5 +1,7 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
+import SystemSupport
 
 /// What `catalogue` shows while it runs: on a terminal (standard error a TTY) a bar redrawn in place,
 /// with only failures printed above it; otherwise one line per file on standard output as each ends.
@@ -26,26 +28,26 @@ final class CatalogueDisplay: Sendable {
             return value
         }
         let status = result.status == .passed ? "ok" : result.status == .failed ? "FAILED" : "skipped"
-        let file = result.file.padding(toLength: max(width, result.file.count), withPad: " ", startingAt: 0)
-        let line = "\(status.padding(toLength: 8, withPad: " ", startingAt: 0))\(file)  \(result.message)"
+        let file = result.file.padded(toLength: max(width, result.file.count))
+        let line = "\(status.padded(toLength: 8))\(file)  \(result.message)"
         if bar {
-            FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
-            if result.status != .passed { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+            StandardStream.error.write("\r\u{1B}[K")
+            if result.status != .passed { StandardStream.error.write((line + "\n")) }
             draw(count, current: result.file)
         } else if !quiet || result.status == .failed {
-            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+            StandardStream.output.write((line + "\n"))
         }
     }
 
     /// Clears the bar before the closing line.
     func end() {
-        if bar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if bar { StandardStream.error.write("\r\u{1B}[K") }
     }
 
     private func draw(_ count: Int, current: String) {
         let width = 30
         let filled = total == 0 ? width : count * width / total
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        FileHandle.standardError.write(Data("\r[\(bar)] \(count)/\(total) \(current.suffix(40))".utf8))
+        StandardStream.error.write("\r[\(bar)] \(count)/\(total) \(current.suffix(40))")
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import SystemSupport
 
 /// A catalogue run's results in the three forms it reports them: a last line, JSON and JUnit XML.
 struct CatalogueSummary {
@@ -15,7 +16,7 @@ struct CatalogueSummary {
     var line: String {
         let skippedPart = skipped > 0 ? ", \(skipped) skipped" : ""
         return "catalogue: \(passed) of \(passed + failed) files packaged and verified\(skippedPart); "
-            + "outputs in \(out)/hls, keys in \(out)/keys (\(String(format: "%.1f", seconds)) s)"
+            + "outputs in \(out)/hls, keys in \(out)/keys (\(String(cFormat: "%.1f", seconds)) s)"
     }
 
     /// The `--report` document.
@@ -37,14 +38,13 @@ struct CatalogueSummary {
                 return entry
             },
         ]
-        let data =
-            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
-        return String(decoding: data, as: UTF8.self) + "\n"
+        let text = JSON(any: object)?.text(sortingKeys: true, pretty: true) ?? ""
+        return text + "\n"
     }
 
     /// The `--junit` document: one suite, one test case per file, a failure or skip with its message.
     func junit() -> String {
-        let time = { (value: Double) in String(format: "%.3f", value) }
+        let time = { (value: Double) in String(cFormat: "%.3f", value) }
         var lines = [
             #"<?xml version="1.0" encoding="UTF-8"?>"#,
             #"<testsuites name="guard-play catalogue" tests="\#(results.count)" failures="\#(failed)" "#

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import SystemSupport
 
 /// Every subcommand with its help and the options its parser accepts: what `--help` prints, and what the
 /// man page and the shell completions are generated from, so none of them can drift from another.
@@ -63,9 +64,9 @@ struct CommandTable {
         for line in GuardPlay.usage.split(separator: "\n") {
             let words = line.split(separator: " ")
             guard let index = words.firstIndex(of: "guard-play"), index + 1 < words.count, words[index + 1] == word,
-                let gap = line.range(of: "   ", options: .backwards)
+                let gap = line.ranges(of: "   ").last
             else { continue }
-            return line[gap.upperBound...].trimmingCharacters(in: .whitespaces)
+            return line[gap.upperBound...].trimmingSpaces()
         }
         return ""
     }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import SystemSupport
 
 /// The top-level dispatcher: picks the subcommand and turns thrown errors into one line and an exit code.
 enum GuardPlay {
@@ -56,10 +57,10 @@ enum GuardPlay {
                 return try PlayCommand.run(arguments).rawValue
             }
         } catch let error as CLIError {
-            FileHandle.standardError.write(Data("guard-play: \(error.message)\n".utf8))
+            StandardStream.error.write("guard-play: \(error.message)\n")
             return error.code.rawValue
         } catch {
-            FileHandle.standardError.write(Data("guard-play: \(error)\n".utf8))
+            StandardStream.error.write("guard-play: \(error)\n")
             return ExitCode.failure.rawValue
         }
     }

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Catches SIGINT and SIGTERM for a command that must clean up before it exits: the first signal calls
 /// `onSignal` on a dispatch queue (never inside the signal handler itself); if the command has not

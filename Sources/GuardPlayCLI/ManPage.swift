@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// `guard-play.1`: the man page, in roff (`man(7)` macros), made from each command's help text. The
 /// usage and prose become paragraphs (indented lines kept as they are), each option row a tagged
@@ -15,7 +15,7 @@ enum ManPage {
         ]
         // The usage's command column, without its summaries (they head each command's section).
         page += GuardPlay.usage.split(separator: "\n").map { line in
-            let command = line.replacingOccurrences(of: "usage:", with: "").trimmingLeadingSpaces()
+            let command = line.replacing("usage:", with: "").trimmingLeadingSpaces()
             return escape(command.components(separatedBy: "   ")[0])
         }
         page += [

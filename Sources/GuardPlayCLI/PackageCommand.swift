@@ -1,8 +1,10 @@
 import Crypto
-import Foundation
+import FoundationEssentials
+import Glibc
 import MediaCore
 import Packager
 import Protection
+import SystemSupport
 
 /// `guard-play package INPUT --out DIR`: a thin wrapper over `PackagingJob` that parses options,
 /// prints notices and a summary, turns signals into cancellation, and maps errors to exit codes.
@@ -105,16 +107,16 @@ enum PackageCommand {
                 progress: { progress in
                     guard showProgress else { return }
                     let percent = Int(progress.fraction * 100)
-                    FileHandle.standardError.write(Data("\rpackaging: \(percent)%  ".utf8))
+                    StandardStream.error.write("\rpackaging: \(percent)%  ")
                 },
                 notice: { text in
-                    if !quiet { FileHandle.standardError.write(Data("guard-play: notice: \(text)\n".utf8)) }
+                    if !quiet { StandardStream.error.write("guard-play: notice: \(text)\n") }
                 }, cancellation: cancellation)
         } catch {
-            if showProgress { FileHandle.standardError.write(Data("\r".utf8)) }
+            if showProgress { StandardStream.error.write("\r") }
             throw CLIError(exitCode(for: error.kind), error.message)
         }
-        if showProgress { FileHandle.standardError.write(Data("\r                 \r".utf8)) }
+        if showProgress { StandardStream.error.write("\r                 \r") }
         print(json ? jsonSummary(result) : textSummary(result, input: options.input, output: out))
         return .success
     }
@@ -200,7 +202,7 @@ enum PackageCommand {
             }
         var lines = [
             "packaged \(input) → \(output) (\(method), \(counted(result.streams.count, "stream")), "
-                + "\(counted(result.segmentCount, "segment")), \(String(format: "%.2f", result.duration)) s)",
+                + "\(counted(result.segmentCount, "segment")), \(String(cFormat: "%.2f", result.duration)) s)",
             "  master     \(result.masterPlaylist)",
         ]
         if let keyFile = result.keyFile { lines.append("  key file   \(keyFile) (mode 0600)") }
@@ -245,8 +247,7 @@ enum PackageCommand {
             object["keyPeriod"] = period
             object["keyIds"] = result.periodKeys.map(\.keyID.hexString)
         }
-        let data =
-            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+        let text = JSON(any: object)?.text(sortingKeys: true, pretty: true) ?? ""
+        return text
     }
 }

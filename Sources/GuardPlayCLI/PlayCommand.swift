@@ -1,11 +1,13 @@
 import CaptureDetectors
 import CaptureMonitor
 import ControlAPI
-import Foundation
+import FoundationEssentials
+import Glibc
 import HTTPServer
 import MediaCore
 import Player
 import Protection
+import SystemSupport
 
 /// `guard-play FILE [options]`: plays a file with capture protection.
 enum PlayCommand {

@@ -1,8 +1,9 @@
 import CaptureMonitor
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Player
 import Synchronization
+import SystemSupport
 
 /// One run of the player from the command line: status display, keys, signals, and the exit code.
 final class PlaySession: Sendable {
@@ -37,11 +38,12 @@ final class PlaySession: Sendable {
                 case .started(let now) where status == .log:
                     output.printLine(
                         "guard-play: playing \(now.path) to \(now.output); "
-                            + now.line.trimmingCharacters(in: .whitespaces),
+                            + now.line.trimmingSpaces(),
                         toStandardError: true)
                 case .capture(let change, let protecting) where status == .log:
                     output.printLine(
-                        String(format: "%6.1f s  ", change.since.media) + "\(change.state.rawValue) (\(change.source): "
+                        String(cFormat: "%6.1f s  ", change.since.media)
+                            + "\(change.state.rawValue) (\(change.source): "
                             + "\(change.reason))" + (protecting ? "  (protected: \(protection))" : ""),
                         toStandardError: true)
                 default: break
@@ -68,7 +70,7 @@ final class PlaySession: Sendable {
             if status == .line { output.finishStatusLine(player.status.line) }
             if status == .log {
                 output.printLine(
-                    String(format: "%6.1f s  ", summary.position) + "end (\(summary.reason)): "
+                    String(cFormat: "%6.1f s  ", summary.position) + "end (\(summary.reason)): "
                         + "\(summary.stateChanges) state changes, \(summary.videoFramesMasked)/\(summary.videoFrames) "
                         + "frames masked, \(summary.audioFramesProtected)/\(summary.audioFrames) audio frames muted",
                     toStandardError: true)
@@ -132,7 +134,6 @@ final class StatusOutput: Sendable {
     }
 
     private func write(_ text: String, toStandardError: Bool) {
-        let handle = toStandardError ? FileHandle.standardError : FileHandle.standardOutput
-        handle.write(Data(text.utf8))
+        (toStandardError ? StandardStream.error : StandardStream.output).write(text)
     }
 }

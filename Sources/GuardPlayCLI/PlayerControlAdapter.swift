@@ -1,8 +1,9 @@
 import CaptureMonitor
 import ControlAPI
-import Foundation
+import FoundationEssentials
 import Player
 import Synchronization
+import SystemSupport
 
 /// The player as the control API drives it (`guard-play FILE --control ADDR`): pause, resume and seek
 /// go to the `Player`; capture reports go to the `RemoteCaptureSource` attached to its monitor, which

@@ -1,9 +1,10 @@
 import CaptureMonitor
 import ControlAPI
-import Foundation
+import FoundationEssentials
 import Gateway
 import HTTPServer
 import Player
+import SystemSupport
 
 /// The REST control server of `guard-play FILE --control ADDR`: the player routes on the gateway's HTTP
 /// server, with API tokens (scope `control`) from the gateway's store under `--data`.
@@ -16,9 +17,9 @@ enum PlayerControlServer {
         throws(CLIError) -> HTTPServer
     {
         let log: @Sendable (String) -> Void = { message in
-            FileHandle.standardError.write(Data("guard-play control: \(message)\n".utf8))
+            StandardStream.error.write("guard-play control: \(message)\n")
         }
-        let database = (configuration.dataDirectory as NSString).appendingPathComponent("guardplay.db")
+        let database = configuration.dataDirectory.appendingPathComponent("guardplay.db")
         if case .sqlite = configuration.storeLocation, !FileManager.default.fileExists(atPath: database) {
             throw CLIError(
                 .badValue,

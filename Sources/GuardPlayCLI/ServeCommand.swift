@@ -1,9 +1,11 @@
 import ControlAPI
-import Foundation
+import FoundationEssentials
 import Gateway
+import Glibc
 import HTTPServer
 import MediaCore
 import Store
+import SystemSupport
 
 /// `guard-play serve`: the gateway. Runs until SIGTERM or SIGINT, then drains: `/readyz` answers 503
 /// for the drain period, the server stops accepting and finishes what is in flight, packaging jobs in
@@ -89,7 +91,7 @@ enum ServeCommand {
 
     static func serve(_ configuration: ServeConfiguration) throws(CLIError) -> ExitCode {
         let log: @Sendable (String) -> Void = { message in
-            FileHandle.standardError.write(Data("guard-play serve: \(message)\n".utf8))
+            StandardStream.error.write("guard-play serve: \(message)\n")
         }
         // FFmpeg (x264's statistics after a still, say) speaks through the gateway's log, and only at
         // GUARDPLAY_FFMPEG_LOG and above: quiet unless asked, as in the CLI.
@@ -137,8 +139,8 @@ enum ServeCommand {
             throw CLIError(.failure, "\(error)")
         }
         // Written straight to the descriptor (not buffered) so a supervisor or test sees it at once.
-        FileHandle.standardOutput.write(
-            Data("guard-play serve: listening on http://\(urlHost(configuration.host)):\(server.port)\n".utf8))
+        StandardStream.output.write(
+            "guard-play serve: listening on http://\(urlHost(configuration.host)):\(server.port)\n")
         if !isLoopback(configuration.host) {
             log(
                 "warning: listening on \(configuration.host) over plain HTTP: tokens and keys cross the network "

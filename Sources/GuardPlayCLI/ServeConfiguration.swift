@@ -1,5 +1,5 @@
 import ControlAPI
-import Foundation
+import FoundationEssentials
 
 /// The command line's side of `ServeConfiguration` (ControlAPI, where the file parser is): the options
 /// `Arguments` takes, and the configuration from `--config FILE`, `GUARDPLAY_STORE` and the options.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import SystemSupport
 
 /// `guard-play --completion bash|zsh`: completion scripts made from the commands' option tables. Both
 /// complete the command word, each command's options, the actions of `tokens`, the choices a
@@ -144,13 +145,13 @@ enum ShellCompletion {
 
     /// The first clause of a description, without the characters `_arguments` specs give meaning to.
     private static func zshText(_ text: String) -> String {
-        let clause = text.prefix { $0 != ";" && $0 != "(" }.trimmingCharacters(in: .whitespaces)
+        let clause = text.prefix { $0 != ";" && $0 != "(" }.trimmingSpaces()
         let cut = clause.count > 60 ? String(clause.prefix(57)) + "..." : clause
         return String(cut.filter { !"[]:\\`$\"".contains($0) })
     }
 
     /// `text` in single quotes for the shell.
     private static func quoted(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+        "'" + text.replacing("'", with: #"'\''"#) + "'"
     }
 }

@@ -1,6 +1,8 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Player
 import Synchronization
+import SystemSupport
 
 /// Reads single keys from an interactive terminal in raw mode and restores the terminal afterwards.
 final class TerminalKeys: Sendable {
@@ -24,9 +26,7 @@ final class TerminalKeys: Sendable {
         }
         guard tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0 else { return nil }
         let keys = TerminalKeys(saved: original)
-        let thread = Thread { keys.readLoop(handle) }
-        thread.name = "guard-play keys"
-        thread.start()
+        startThread(name: "guard-play keys") { keys.readLoop(handle) }
         return keys
     }
 

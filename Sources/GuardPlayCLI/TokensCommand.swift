@@ -1,7 +1,9 @@
 import ControlAPI
-import Foundation
+import FoundationEssentials
 import Gateway
+import Glibc
 import Store
+import SystemSupport
 
 /// `guard-play tokens`: creates, lists and revokes API tokens in the gateway's store.
 enum TokensCommand {
@@ -50,10 +52,9 @@ enum TokensCommand {
                 throw CLIError(.failure, "\(error)")
             }
             print(created.token)
-            FileHandle.standardError.write(
-                Data(
-                    "guard-play tokens: created \(created.record.id) (\(created.record.scopes.joined(separator: ","))); the token above is shown only once\n"
-                        .utf8))
+            StandardStream.error.write(
+                "guard-play tokens: created \(created.record.id) (\(created.record.scopes.joined(separator: ","))); the token above is shown only once\n"
+            )
         case "list":
             let (store, _) = try ServeCommand.openStore(configuration)
             let tokens: [APITokenRecord]
@@ -70,7 +71,7 @@ enum TokensCommand {
                 throw CLIError(.failure, "\(error)")
             }
             guard revoked else { throw CLIError(.badValue, "no active token '\(parsed.positionals[1])'") }
-            FileHandle.standardError.write(Data("guard-play tokens: revoked \(parsed.positionals[1])\n".utf8))
+            StandardStream.error.write("guard-play tokens: revoked \(parsed.positionals[1])\n")
         default:
             throw CLIError(.usage, "unknown tokens action '\(action)': expected create, list or revoke")
         }

@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 import MediaCore
 import Packager
+import SystemSupport
 
 /// `guard-play verify DIR`: runs our own SAMPLE-AES decryptor and rule checker over a packaged output,
 /// prints a per-stream report, and exits non-zero on any problem or mismatch.
@@ -142,8 +143,7 @@ enum VerifyCommand {
                 return entry
             },
         ]
-        let data =
-            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+        let text = JSON(any: object)?.text(sortingKeys: true, pretty: true) ?? ""
+        return text
     }
 }

@@ -1,9 +1,11 @@
 import ControlAPI
-import Foundation
+import FoundationEssentials
 import Gateway
+import Glibc
 import MediaCore
 import Packager
 import Store
+import SystemSupport
 
 /// `guard-play watermark detect SUSPECT --asset ID`: names the session a leaked copy of a `--watermark ab`
 /// asset was served to, from the gateway's store and watermarking key.
@@ -152,15 +154,15 @@ enum WatermarkCommand {
 
         var json: String {
             var object: [String: Any] = [
-                "session": found.session ?? NSNull(), "segments": found.segments,
+                "session": found.session ?? JSON.null, "segments": found.segments,
                 "bitErrorRate": found.bitErrorRate, "falseMatchProbability": found.falseMatchProbability,
                 "outcome": outcomeName, "bitsRead": found.bitsRead, "enoughMaterial": found.enoughMaterial,
-                "candidates": found.candidates, "bestCandidate": found.bestCandidate ?? NSNull(),
-                "runnerUp": found.runnerUp ?? NSNull(), "runnerUpBitErrorRate": found.runnerUpBitErrorRate,
+                "candidates": found.candidates, "bestCandidate": found.bestCandidate ?? JSON.null,
+                "runnerUp": found.runnerUp ?? JSON.null, "runnerUpBitErrorRate": found.runnerUpBitErrorRate,
                 "runnerUpFalseMatchProbability": found.runnerUpFalseMatchProbability,
                 "closeCandidates": found.closeCandidates, "pictures": detection.pictures,
                 "matchedPictures": detection.matchedPictures, "copySeconds": detection.seconds,
-                "startsAt": detection.startsAt ?? NSNull(), "elapsedSeconds": seconds,
+                "startsAt": detection.startsAt ?? JSON.null, "elapsedSeconds": seconds,
                 "scores": Dictionary(uniqueKeysWithValues: detection.scores.map { ("\($0.key)", $0.value) }),
             ]
             if let mapping = detection.mapping {
@@ -169,14 +171,11 @@ enum WatermarkCommand {
                     "offsetY": mapping.offsetY,
                 ]
             }
-            guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
-                return "{}"
-            }
-            return String(decoding: data, as: UTF8.self)
+            return JSON(any: object)?.text(sortingKeys: true, pretty: false) ?? "{}"
         }
 
         private func format(_ value: Double) -> String {
-            value == 0 || value >= 0.001 ? String(format: "%.3f", value) : String(format: "%.1e", value)
+            value == 0 || value >= 0.001 ? String(cFormat: "%.3f", value) : String(cFormat: "%.1e", value)
         }
     }
 
@@ -217,7 +216,7 @@ enum WatermarkCommand {
 
     /// A private directory for decrypted variants.
     private static func scratchDirectory() throws(CLIError) -> String {
-        var template = Array((NSTemporaryDirectory() + "/guard-play-watermark-XXXXXX").utf8CString)
+        var template = Array((FileManager.default.temporaryDirectory.path + "/guard-play-watermark-XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw CLIError(.outputFailed, "cannot make a temporary directory: \(String(cString: strerror(errno)))")
         }

@@ -1,5 +1,7 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
+import SystemSupport
 
 /// What the server knows about one client connection, from `MHD_CONNECTION_NOTIFY_STARTED` to
 /// `MHD_CONNECTION_NOTIFY_CLOSED`: its socket, its address, and where its current request stands, so

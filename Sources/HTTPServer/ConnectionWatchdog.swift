@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
+import SystemSupport
 import ThreadSupport
 
 /// A thread the server owns that, twice a second, answers 408 to connections that hold their request

@@ -1,6 +1,8 @@
 internal import CMicroHTTPD
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
+import SystemSupport
 
 // libmicrohttpd's callbacks. Each is a plain nonisolated function: libmicrohttpd calls them on its own
 // threads. `cls` is always the server, retained from `start` until after MHD_stop_daemon in `stop`.
@@ -107,7 +109,7 @@ func daemonLogged(_ cls: UnsafeMutableRawPointer?, _ format: UnsafePointer<CChar
     var buffer = [CChar](repeating: 0, count: 512)
     _ = vsnprintf(&buffer, buffer.count, format, arguments)
     let message = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-    server(cls).configuration.log("http: " + message.trimmingCharacters(in: .whitespacesAndNewlines))
+    server(cls).configuration.log("http: " + message.trimmingSpacesAndLineBreaks())
 }
 
 /// The access handler: called once when the header is complete, once per piece of body, and once

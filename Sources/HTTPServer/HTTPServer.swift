@@ -1,6 +1,7 @@
 internal import CMicroHTTPD
-import Foundation
+import FoundationEssentials
 import Synchronization
+import SystemSupport
 
 /// An HTTP/1.1 server on libmicrohttpd 0.9.75: an internal epoll polling thread per worker of a
 /// thread pool, explicit limits, and request hygiene checks that run before any handler sees a

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// An IPv4 or IPv6 socket address parsed from a literal (`inet_pton`), for the daemon to bind.
 struct SocketAddress {

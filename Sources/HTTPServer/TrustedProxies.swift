@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 
 /// The proxies whose `X-Forwarded-For` is believed, as address ranges (`10.0.0.0/8`, `::1`,
 /// `127.0.0.1`). A request from anyone else has its header ignored: its client is its peer.
@@ -58,7 +60,7 @@ public struct TrustedProxies: Sendable, Equatable {
     /// client. A hop that is not an address ends the walk at the trusted hop that reported it.
     public func client(peer: String, forwardedFor: @autoclosure () -> [String]) -> String {
         guard !ranges.isEmpty, trusts(peer) else { return peer }
-        let hops = forwardedFor().flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
+        let hops = forwardedFor().flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces() }
         var client = peer
         for hop in hops.reversed() {
             guard Self.addressBytes(hop) != nil else { return client }

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 
 /// What is wrong with an input path before FFmpeg is asked to open it.
 public enum InputFileProblem: Sendable, Equatable {
@@ -18,18 +20,18 @@ public enum InputFile {
     /// HLS playlists (`#EXTM3U`) are text that FFmpeg can open, so they pass. URLs (`scheme://…`), pipes
     /// and devices are taken on trust, since sniffing them would consume their bytes.
     public static func problem(at path: String) -> InputFileProblem? {
-        if let scheme = path.range(of: "://"), path[..<scheme.lowerBound].allSatisfy({ $0.isLetter }) { return nil }
+        if let scheme = path.firstRange(of: "://"), path[..<scheme.lowerBound].allSatisfy({ $0.isLetter }) {
+            return nil
+        }
         var status = stat()
         guard stat(path, &status) == 0 else { return .unreadable(reason: String(cString: strerror(errno))) }
         let type = status.st_mode & S_IFMT
         if type == S_IFDIR { return .unreadable(reason: "is a directory") }
         guard type == S_IFREG else { return nil }
         guard status.st_size > 0 else { return .empty }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
+        guard let head = ReadOnlyFile.head(of: path, count: 4096) else {
             return .unreadable(reason: String(cString: strerror(EACCES)))
         }
-        defer { try? handle.close() }
-        let head = [UInt8]((try? handle.read(upToCount: 4096)) ?? Data())
         if isPlaylist(head) { return nil }
         return looksLikeText(head) ? .text : nil
     }

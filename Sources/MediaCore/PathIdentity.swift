@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 
 /// Where a path really leads, so two spellings of one file (`in.wav`, `./in.wav`, a symbolic link, a
 /// hard link, a bind mount) are recognised as one before anything is written over it.
@@ -56,7 +58,7 @@ public struct PathIdentity: Sendable, Equatable, CustomStringConvertible {
         guard let file else { return false }
         var ancestor = other.resolved
         while ancestor != "/" && !ancestor.isEmpty {
-            ancestor = (ancestor as NSString).deletingLastPathComponent
+            ancestor = ancestor.deletingLastPathComponent
             if PathIdentity.fileID(ancestor) == file { return true }
         }
         return false
@@ -71,7 +73,7 @@ public struct PathIdentity: Sendable, Equatable, CustomStringConvertible {
     public static func entryPath(_ path: String) -> String {
         var absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         while absolute.count > 1 && absolute.hasSuffix("/") { absolute.removeLast() }
-        let name = (absolute as NSString).lastPathComponent
+        let name = absolute.lastPathComponent
         if absolute == "/" || name == "." || name == ".." { return resolve(absolute) }
         let parent = resolve(String(absolute.dropLast(name.utf8.count)))
         return parent == "/" ? "/" + name : parent + "/" + name
@@ -79,7 +81,7 @@ public struct PathIdentity: Sendable, Equatable, CustomStringConvertible {
 
     /// `scheme://…`: a URL for FFmpeg, not a file path.
     static func isURL(_ path: String) -> Bool {
-        guard let scheme = path.range(of: "://") else { return false }
+        guard let scheme = path.firstRange(of: "://") else { return false }
         let name = path[..<scheme.lowerBound]
         return !name.isEmpty && name.allSatisfy { $0.isLetter }
     }

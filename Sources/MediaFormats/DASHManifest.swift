@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import SystemSupport
 
 /// A static DASH MPD (ISO/IEC 23009-1) for CMAF tracks: one adaptation set per track, each segment
 /// listed in a `SegmentTimeline` under a `SegmentTemplate`, and for CENC the `mp4protection`
@@ -131,7 +132,7 @@ public struct DASHManifest {
     }
 
     /// An ISO 8601 duration such as `PT10.020S`.
-    static func isoDuration(_ seconds: Double) -> String { String(format: "PT%.3fS", max(seconds, 0)) }
+    static func isoDuration(_ seconds: Double) -> String { String(cFormat: "PT%.3fS", max(seconds, 0)) }
 
     /// The MPD text.
     public func render() -> String {
@@ -188,7 +189,7 @@ public struct DASHManifest {
         if let width = rep.width, let height = rep.height {
             attributes += " width=\"\(width)\" height=\"\(height)\""
         }
-        if let rate = rep.frameRate { attributes += " frameRate=\"\(String(format: "%.3f", rate))\"" }
+        if let rate = rep.frameRate { attributes += " frameRate=\"\(String(cFormat: "%.3f", rate))\"" }
         if let rate = rep.sampleRate { attributes += " audioSamplingRate=\"\(rate)\"" }
         lines.append("      <Representation \(attributes)>")
         if let channels = rep.channels {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import SystemSupport
 
 /// An `EXT-X-KEY` line: how the following segments are encrypted and where the key is.
 public struct KeyLine: Sendable, Equatable {
@@ -44,7 +45,7 @@ public struct KeyLine: Sendable, Equatable {
 }
 
 /// Formats a duration as EXTINF writes it: six decimals.
-public func formatDuration(_ seconds: Double) -> String { String(format: "%.6f", seconds) }
+public func formatDuration(_ seconds: Double) -> String { String(cFormat: "%.6f", seconds) }
 
 /// Rounds a duration to the nearest integer, as EXT-X-TARGETDURATION is compared (halves round up).
 public func roundedDuration(_ seconds: Double) -> Int { clampedInt((seconds + 0.5).rounded(.down)) }
@@ -260,7 +261,7 @@ public struct MasterPlaylist: Sendable {
             if let resolution = variant.resolution {
                 attributes.append("RESOLUTION=\(resolution.width)x\(resolution.height)")
             }
-            if let rate = variant.frameRate { attributes.append("FRAME-RATE=\(String(format: "%.3f", rate))") }
+            if let rate = variant.frameRate { attributes.append("FRAME-RATE=\(String(cFormat: "%.3f", rate))") }
             if let group = variant.audioGroup { attributes.append("AUDIO=\"\(group)\"") }
             lines.append("#EXT-X-STREAM-INF:" + attributes.joined(separator: ","))
             lines.append(variant.uri)

@@ -86,5 +86,5 @@ extension FragmentedPackagingRun {
         return (Double(decodeTime) + lead - start) / Double(output.timescale)
     }
 
-    private static func seconds(_ value: Double) -> String { String(format: "%.3f", value) }
+    private static func seconds(_ value: Double) -> String { String(cFormat: "%.3f", value) }
 }

@@ -199,7 +199,7 @@ struct FragmentedPackagingRun {
     }
 
     private static func seconds(_ pts: Int64) -> String {
-        String(format: "%.3f", Double(pts - TimestampMapper.startOffset) / 90_000)
+        String(cFormat: "%.3f", Double(pts - TimestampMapper.startOffset) / 90_000)
     }
 
     /// Encrypts the sample `record` describes, at `start` of `buffer`, where it lies.

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import MediaFormats
 
 /// `verify` of CMAF output (`--container fmp4`): the playlists' EXT-X-MAP and key lines, every init
@@ -107,8 +107,8 @@ struct FragmentedVerification {
                         )
                     }
                 }
-                let mapIndex = text.range(of: "\n#EXT-X-MAP:")!.lowerBound
-                if let keyIndex = text.range(of: "\n#EXT-X-KEY:")?.lowerBound, keyIndex < mapIndex {
+                let mapIndex = text.firstRange(of: "\n#EXT-X-MAP:")!.lowerBound
+                if let keyIndex = text.firstRange(of: "\n#EXT-X-KEY:")?.lowerBound, keyIndex < mapIndex {
                     problem("\(name): an EXT-X-KEY comes before the EXT-X-MAP, so the init segment would be encrypted")
                 }
                 playlists.append((name, playlist, uri))

@@ -1,6 +1,8 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import MediaCore
 import MediaFormats
+import SystemSupport
 
 /// The checks an input gets before and while FFmpeg opens it, each turning a failure into a specific
 /// `PackagingError` that says what is wrong with the file.
@@ -20,9 +22,8 @@ enum InputCheck {
         case nil:
             break
         }
-        if let handle = FileHandle(forReadingAtPath: path) {
-            defer { try? handle.close() }
-            if InputFile.isPlaylist([UInt8]((try? handle.read(upToCount: 16)) ?? Data())) {
+        if let head = ReadOnlyFile.head(of: path, count: 16) {
+            if InputFile.isPlaylist(head) {
                 throw PackagingError(
                     .inputNotMedia, "input \(path) is an HLS playlist, not a media file: package the original media")
             }
@@ -34,10 +35,8 @@ enum InputCheck {
     static func refuseSampleAESTransportStream(_ path: String) throws(PackagingError) {
         var status = stat()
         guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
-            let handle = FileHandle(forReadingAtPath: path)
+            let head = ReadOnlyFile.head(of: path, count: 1 << 21)
         else { return }
-        defer { try? handle.close() }
-        let head = [UInt8]((try? handle.read(upToCount: 1 << 21)) ?? Data())
         guard
             let start = (0..<min(188, head.count)).first(where: { offset in
                 stride(from: offset, to: min(head.count, offset + 188 * 4), by: 188).allSatisfy { head[$0] == 0x47 }

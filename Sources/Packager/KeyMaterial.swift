@@ -1,7 +1,8 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import Glibc
 import MediaFormats
+import SystemSupport
 
 /// The key, IV and key ID of a job (given or drawn from OpenSSL's RNG), the key URI the playlists name,
 /// and the key file written with mode 0600 beside, never inside, the output.
@@ -38,7 +39,7 @@ struct KeyMaterial {
     /// The key URI of key period `period` (its key ID substituted for `{kid}`), or nil without one.
     func uri(period: Int) throws(PackagingError) -> String? {
         guard let uriTemplate else { return nil }
-        return uriTemplate.replacingOccurrences(of: "{kid}", with: try ring.key(period: period).keyID.hexString)
+        return uriTemplate.replacing("{kid}", with: try ring.key(period: period).keyID.hexString)
     }
 
     /// Resolves the options; `output` is the absolute output path.
@@ -99,7 +100,7 @@ struct KeyMaterial {
                     + "every key period needs a URI of its own")
         }
         uriTemplate = template
-        uri = template.replacingOccurrences(of: "{kid}", with: keyID.hexString)
+        uri = template.replacing("{kid}", with: keyID.hexString)
     }
 
     /// The path of `target` relative to the directory `base` (both absolute).
@@ -163,8 +164,8 @@ struct KeyMaterial {
     /// for the job to rename into place.
     func stageKeyFile() throws(PackagingError) -> String? {
         guard let keyFile else { return nil }
-        let name = (keyFile as NSString).lastPathComponent
-        let parent = (keyFile as NSString).deletingLastPathComponent
+        let name = keyFile.lastPathComponent
+        let parent = keyFile.deletingLastPathComponent
         OutputDirectory.removeStaleSiblings(of: name, in: parent)
         let random = (0..<4).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
         let staged = "\(parent)/.\(name)\(OutputDirectory.marker)\(getpid())-key-\(random)\(OutputDirectory.suffix)"

@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import MediaCore
+import SystemSupport
 
 /// The output directory, built as a hidden sibling and published in one rename, so that `--out` holds
 /// either the previous output or the complete new one, never a half-written one.
@@ -28,8 +29,8 @@ struct OutputDirectory {
     /// creates the temporary sibling.
     static func prepare(_ output: String, force: Bool) throws(PackagingError) -> OutputDirectory {
         let absolute = absolutePath(output)
-        let name = (absolute as NSString).lastPathComponent
-        let parent = (absolute as NSString).deletingLastPathComponent
+        let name = absolute.lastPathComponent
+        let parent = absolute.deletingLastPathComponent
         guard !name.isEmpty, name != ".", name != "..", absolute != "/" else {
             throw PackagingError(.invalidOptions, "output '\(output)' must name a directory to create")
         }
@@ -50,7 +51,7 @@ struct OutputDirectory {
             try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
         } catch {
             throw PackagingError(
-                .outputFailed, "cannot create the parent directory \(parent): \(error.localizedDescription)")
+                .outputFailed, "cannot create the parent directory \(parent): \(failureText(error))")
         }
         removeStaleSiblings(of: name, in: parent)
         let random = (0..<4).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
@@ -171,9 +172,9 @@ extension PackagingJob {
     @discardableResult
     public static func removePartialOutput(of output: String) -> [String] {
         let absolute = OutputDirectory.absolutePath(output)
-        let name = (absolute as NSString).lastPathComponent
+        let name = absolute.lastPathComponent
         guard !name.isEmpty, name != ".", name != "..", absolute != "/" else { return [] }
         return OutputDirectory.removeStaleSiblings(
-            of: name, in: (absolute as NSString).deletingLastPathComponent, anyProcess: true)
+            of: name, in: absolute.deletingLastPathComponent, anyProcess: true)
     }
 }

@@ -1,6 +1,8 @@
 import Crypto
-import Foundation
+import FoundationEssentials
+import Glibc
 import MediaFormats
+import SystemSupport
 
 /// A packaging job: one input packaged as encrypted HLS in MPEG-TS, published atomically.
 ///
@@ -563,8 +565,8 @@ extension PackagingJob {
         var paths = [OutputDirectory.absolutePath(options.output)]
         if let keyFile = options.keyFile { paths.append(OutputDirectory.absolutePath(keyFile)) }
         for path in paths {
-            let name = (path as NSString).lastPathComponent
-            let parent = (path as NSString).deletingLastPathComponent
+            let name = path.lastPathComponent
+            let parent = path.deletingLastPathComponent
             let prefix = ".\(name)\(OutputDirectory.marker)\(getpid())-"
             for entry in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
             where entry.hasPrefix(prefix) && entry.hasSuffix(OutputDirectory.suffix) {

@@ -1,6 +1,7 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import MediaFormats
+import SystemSupport
 
 /// Checks one media playlist's segments: TS structure and signalling (or packed audio's ID3 tag),
 /// decryption of every protected unit, access-unit hygiene, and with a source each access unit's bytes
@@ -462,7 +463,7 @@ final class PlaylistVerifier {
             if tooShort || tooLong {
                 problem(
                     "\(name): EXTINF \(declared) of \(playlist.segments[index].uri) does not match its content "
-                        + "(\(String(format: "%.6f", content)) s to the next segment)")
+                        + "(\(String(cFormat: "%.6f", content)) s to the next segment)")
             }
         }
     }

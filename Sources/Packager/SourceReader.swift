@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 import MediaCore
 import MediaFormats
 import Protection
+import SystemSupport
 
 /// What the output needs to know about one planned stream once its first access units were seen.
 struct StreamDetails: Sendable, Equatable {
@@ -245,7 +246,7 @@ final class SourceReader {
             step = try input.read(into: packet)
         } catch {
             throw PackagingError(
-                .inputCorrupt, "\(path) is corrupt: \(error.message) (at \(String(format: "%.2f", position)) s)")
+                .inputCorrupt, "\(path) is corrupt: \(error.message) (at \(String(cFormat: "%.2f", position)) s)")
         }
         if step == .endOfStream {
             finished = true
@@ -267,7 +268,7 @@ final class SourceReader {
             throw PackagingError(
                 .inputCorrupt,
                 "input \(path) is corrupt or cut short: the demuxer flags a packet of stream \(packet.streamIndex) "
-                    + "as damaged (after \(String(format: "%.2f", position)) s)")
+                    + "as damaged (after \(String(cFormat: "%.2f", position)) s)")
         }
         if packet.isEncrypted {
             throw PackagingError(

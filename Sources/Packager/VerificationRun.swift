@@ -1,6 +1,8 @@
 import Crypto
-import Foundation
+import FoundationEssentials
+import Glibc
 import MediaFormats
+import SystemSupport
 
 /// The state of one verification: the playlists read, per-stream tallies, the IDR pictures the I-frame
 /// playlist must point at, and the report being filled.
@@ -69,8 +71,8 @@ struct VerificationRun {
     // MARK: The run
 
     mutating func execute() throws(VerificationError) -> VerificationReport {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory else {
             throw VerificationError(
                 kind: .outputMissing, sourceKind: nil, message: "no output directory at \(directory)")
         }
@@ -435,7 +437,7 @@ public enum KeyFileFormat {
     /// The key in `bytes`, or nil when they hold neither form.
     public static func parse(_ bytes: [UInt8]) -> [UInt8]? {
         if bytes.count == 16 { return bytes }
-        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: bytes, as: UTF8.self).trimmingSpacesAndLineBreaks()
         guard let key = [UInt8](hex: text), key.count == 16 else { return nil }
         return key
     }

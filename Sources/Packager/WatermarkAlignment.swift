@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import MediaCore
 
 /// The summed-area table of one luma plane, so that the mean of any rectangle costs four lookups: what

@@ -1,5 +1,6 @@
 import Crypto
-import Foundation
+import FoundationEssentials
+import Glibc
 import MediaFormats
 
 /// The watermarked video rendition of a packaged asset as the detector reads it: its segments in

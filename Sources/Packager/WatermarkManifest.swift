@@ -1,6 +1,7 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import MediaFormats
+import SystemSupport
 
 /// `watermark.json` at the root of a `--watermark ab` output: what a gateway needs to serve variants
 /// and a detector to read them. `{"version":1,"scheme":"ab-luma","key":HEX,"blockSize":16,
@@ -33,16 +34,16 @@ public struct WatermarkManifest: Sendable, Equatable {
 
     /// Reads the manifest in `bytes`; `name` is the file for messages.
     public init(parsing bytes: [UInt8], name: String = WatermarkManifest.fileName) throws(PackagingError) {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
+        guard let object = (try? JSON.parse(bytes))?.object else {
             throw PackagingError(.inputCorrupt, "\(name) is not a JSON object")
         }
-        guard object["version"] as? Int == 1, object["scheme"] as? String == WatermarkManifest.scheme else {
+        guard object["version"]?.int == 1, object["scheme"]?.string == WatermarkManifest.scheme else {
             throw PackagingError(.inputCorrupt, "\(name) is not version 1 of the \(WatermarkManifest.scheme) scheme")
         }
-        guard let hex = object["key"] as? String, let key = [UInt8](hex: hex), key.count == 16,
-            let blockSize = object["blockSize"] as? Int, blockSize == WatermarkPattern.blockSize,
-            let playlists = object["playlists"] as? [String], !playlists.isEmpty,
-            let duration = object["segmentDuration"] as? Double, duration.isFinite, duration >= 1, duration <= 60
+        guard let hex = object["key"]?.string, let key = [UInt8](hex: hex), key.count == 16,
+            let blockSize = object["blockSize"]?.int, blockSize == WatermarkPattern.blockSize,
+            let playlists = object["playlists"]?.strings, !playlists.isEmpty,
+            let duration = object["segmentDuration"]?.number, duration.isFinite, duration >= 1, duration <= 60
         else {
             throw PackagingError(
                 .inputCorrupt,

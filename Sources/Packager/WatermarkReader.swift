@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import MediaCore
+import SystemSupport
 
 /// Where the watermark grid of a reference picture lies in a copy's picture: reference pixel (x, y) is
 /// copy pixel (`offsetX` + `scaleX`·x, `offsetY` + `scaleY`·y). A copy scaled to another size is a
@@ -28,7 +29,7 @@ public struct WatermarkMapping: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String {
-        String(format: "scale %.4f×%.4f offset (%.1f, %.1f)", scaleX, scaleY, offsetX, offsetY)
+        String(cFormat: "scale %.4f×%.4f offset (%.1f, %.1f)", scaleX, scaleY, offsetX, offsetY)
     }
 }
 

@@ -1,5 +1,6 @@
 import CSDL2
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Something that pulls audio from an `AudioRenderer` at the pace of playback.

@@ -1,5 +1,6 @@
 import CaptureMonitor
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The realtime audio path: a bounded queue of decoded float chunks that the pipeline fills and a device
 /// (SDL's callback, or the emulated device of the null sink) drains, with protection applied as the

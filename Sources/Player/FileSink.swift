@@ -1,5 +1,7 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import MediaCore
+import SystemSupport
 
 /// Writes what a capture would record (muted audio, masked video) to a file, encoded with libavcodec.
 ///
@@ -11,7 +13,7 @@ import MediaCore
 final class FileSink: @unchecked Sendable {
     // Invariant: every member below is used only with `lock` held, because in realtime the audio
     // (emulated device) and video (presenter) threads both write.
-    private let lock = NSLock()
+    private let lock = ConditionLock()
     private let output: OutputContext
     private var audio: (encoder: Encoder, stream: Int, resampler: Resampler?, written: Int64)?
     private var video: (encoder: Encoder, stream: Int, scaler: Scaler?)?
@@ -194,7 +196,7 @@ extension FileManager {
     /// Renames `from` to `to`, replacing `to` atomically when it exists (`rename(2)`).
     func moveItemReplacing(from: String, to: String) throws {
         guard rename(from, to) == 0 else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: to, "errno": errno])
+            throw CocoaError(.fileWriteUnknown, userInfo: ["NSFilePath": to, "errno": errno])
         }
     }
 }

@@ -1,5 +1,7 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import MediaCore
+import SystemSupport
 
 /// Opens a media file and turns every way it can be bad into a specific `PlayerError`.
 enum InputProbe {
@@ -72,9 +74,7 @@ enum InputProbe {
     /// that any extension is allowed (otherwise it passes SAMPLE-AES video through still encrypted).
     /// The user chose the playlist, so its own files are trusted as ffplay would with the same option.
     static func demuxerOptions(for path: String) -> [String: String] {
-        guard !path.contains("://"), let handle = FileHandle(forReadingAtPath: path) else { return [:] }
-        defer { try? handle.close() }
-        let head = [UInt8]((try? handle.read(upToCount: 16)) ?? Data())
+        guard !path.contains("://"), let head = ReadOnlyFile.head(of: path, count: 16) else { return [:] }
         return InputFile.isPlaylist(head) ? ["allowed_extensions": "ALL"] : [:]
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The moment protection reached an output: the first muted sample handed to the device or the first

@@ -1,7 +1,8 @@
 import CaptureMonitor
-import Foundation
+import FoundationEssentials
 import MediaCore
 import Protection
+import SystemSupport
 
 /// The demux/decode loop and the stages behind it. It runs on the player's pipeline thread and owns the
 /// FFmpeg objects; in fast mode it also protects and writes each frame itself, in realtime it feeds the
@@ -538,7 +539,7 @@ final class Pipeline {
         window?.close()
     }
 
-    private func format(_ seconds: Double) -> String { String(format: "%.1f", seconds) }
+    private func format(_ seconds: Double) -> String { String(cFormat: "%.1f", seconds) }
 }
 
 /// The realtime outputs (audio renderer, video presenter, wall clock), installed by the pipeline thread

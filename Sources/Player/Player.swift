@@ -1,5 +1,5 @@
 public import CaptureMonitor
-import Foundation
+import FoundationEssentials
 import MediaCore
 import Protection
 

@@ -1,5 +1,6 @@
 import CaptureMonitor
-import Foundation
+import FoundationEssentials
+import SystemSupport
 
 extension PlayerEvent {
     /// The event as one line of JSON (no trailing newline), as `--status json` prints it and an event
@@ -81,7 +82,7 @@ extension PlayerStatus {
 
     /// The one-line status for a terminal: position/duration, capture state with its source, flags.
     public var line: String {
-        let total = end.map { String(format: "%.1f", $0) } ?? "?"
+        let total = end.map { String(cFormat: "%.1f", $0) } ?? "?"
         var flags: [String] = []
         if isPaused { flags.append("paused") }
         if isMuted { flags.append("muted by user") }
@@ -90,7 +91,7 @@ extension PlayerStatus {
             if hasVideo { flags.append("video masked (\(mask))") }
         }
         // Spelt as everywhere else (the log lines, JSON, the REST API): lower case.
-        return String(format: "%6.1f/%@ s  ", position, total) + "\(capture.state.rawValue) (\(capture.source))"
+        return String(cFormat: "%6.1f/", position) + total + " s  " + "\(capture.state.rawValue) (\(capture.source))"
             + (flags.isEmpty ? "" : "  " + flags.joined(separator: ", "))
     }
 }
@@ -122,7 +123,7 @@ enum JSONValue {
                 case "\t": out += "\\t"
                 default:
                     if scalar.value < 0x20 {
-                        out += String(format: "\\u%04x", scalar.value)
+                        out += String(cFormat: "\\u%04x", scalar.value)
                     } else {
                         out.unicodeScalars.append(scalar)
                     }

@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 import MediaCore
 import MediaFormats
+import SystemSupport
 
 /// Looks at the playlists a local HLS master playlist names before FFmpeg opens it, for the damage
 /// FFmpeg 5.1's HLS demuxer does not survive:
@@ -20,10 +21,10 @@ enum PlaylistCheck {
     /// when nothing is, or `path` is not a local master playlist.
     static func problem(inMasterAt path: String) -> String? {
         guard !path.contains("://"), let master = text(at: path) else { return nil }
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = path.deletingLastPathComponent
         for (uri, isRendition) in Outline(master).named where !uri.contains("://") {
             let file = uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? uri
-            let resolved = file.hasPrefix("/") ? file : (directory as NSString).appendingPathComponent(file)
+            let resolved = file.hasPrefix("/") ? file : directory.appendingPathComponent(file)
             // A playlist that cannot be read, or is not a playlist, gets FFmpeg's own error.
             guard let text = text(at: resolved) else { continue }
             let playlist = Outline(text)
@@ -53,7 +54,7 @@ enum PlaylistCheck {
         init(_ text: String) {
             let body = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
             let lines = body.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }
-                .map { $0.trimmingCharacters(in: .whitespaces) }
+                .map { $0.trimmingSpaces() }
             isPlaylist = lines.first == "#EXTM3U"
             var variantNext = false
             var segmentNext = false

@@ -1,9 +1,10 @@
-import Foundation
+import FoundationEssentials
+import SystemSupport
 
 /// A lock with a condition to wait on, around a value. All access to the value happens with the lock held.
 final class Guarded<Value>: @unchecked Sendable {
     // Invariant: `value` is only read or written inside `withLock`/`wait`, under `condition`'s lock.
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var value: Value
 
     init(_ value: Value) {
@@ -30,10 +31,10 @@ final class Guarded<Value>: @unchecked Sendable {
             condition.broadcast()
             condition.unlock()
         }
-        let deadline = timeout.map { Date(timeIntervalSinceNow: $0) }
+        let deadline = timeout.map { monotonicSeconds() + $0 }
         while !ready(value) {
             if let deadline {
-                if !condition.wait(until: deadline) { break }
+                if !condition.wait(untilMonotonic: deadline) { break }
             } else {
                 condition.wait()
             }
@@ -60,13 +61,10 @@ final class PlayerThread: Sendable {
     /// Starts `body` on a new thread named `name`.
     init(name: String, _ body: @escaping @Sendable () -> Void) {
         let done = self.done
-        let thread = Thread {
+        startThread(name: name, stackSize: 8 << 20) {
             body()
             done.withLock { $0 = true }
         }
-        thread.name = name
-        thread.stackSize = 8 << 20
-        thread.start()
     }
 
     /// Blocks until the thread's body has returned.

@@ -1,5 +1,5 @@
 import CaptureMonitor
-import Foundation
+import FoundationEssentials
 public import MediaCore
 
 /// Where presented video goes: nowhere, a file, or a window. Called on the presenting thread

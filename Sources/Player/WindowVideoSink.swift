@@ -1,6 +1,6 @@
 import CSDL2
 import CaptureMonitor
-import Foundation
+import FoundationEssentials
 import MediaCore
 import Protection
 import Synchronization

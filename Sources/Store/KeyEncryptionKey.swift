@@ -1,5 +1,7 @@
 import Crypto
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 
 /// The 32-byte key-encryption key that wraps content keys at rest. It never enters the database: it
 /// comes from an environment variable (64 hex digits) or from a file readable by its owner only,
@@ -94,7 +96,7 @@ public struct KeyEncryptionKey: Sendable {
         var chunk = [UInt8](repeating: 0, count: 256)
         // A key file is 65 bytes; reading stops past 4 KiB, which parse then refuses.
         while data.count <= 4096 {
-            let count = chunk.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             guard count >= 0 else {
                 throw StoreError(operation: "read(\(path))", message: String(cString: strerror(errno)))
@@ -136,7 +138,7 @@ public struct KeyEncryptionKey: Sendable {
     }
 
     private static func parse(_ text: String, source: String) throws(StoreError) -> KeyEncryptionKey {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = text.trimmingSpacesAndLineBreaks()
         guard trimmed.count == 64, let bytes = [UInt8](hex: trimmed) else {
             throw StoreError(operation: "KeyEncryptionKey(\(source))", message: "must be 64 hexadecimal digits")
         }

@@ -1,6 +1,8 @@
 internal import CLibPQ
 import Crypto
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 
 /// Owner of one libpq connection (`PQconnectdb`, closed with `PQfinish` in `deinit`). A lost
 /// connection is reopened (`PQreset`) by the next call; until the server answers again every call
@@ -388,19 +390,19 @@ final class PostgresConnection {
 
     private static func text(_ pointer: UnsafeMutablePointer<CChar>?) -> String {
         guard let pointer else { return "" }
-        return String(cString: pointer).trimmingCharacters(in: .whitespacesAndNewlines)
+        return String(cString: pointer).trimmingSpacesAndLineBreaks()
             .split(separator: "\n").joined(separator: "; ")
     }
 
     /// `url` with any password replaced by `***`.
     static func redacted(_ url: String) -> String {
-        if let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@") {
+        if let scheme = url.firstRange(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@") {
             let credentials = url[scheme.upperBound..<at]
             if let colon = credentials.firstIndex(of: ":") {
                 return String(url[..<colon]) + ":***" + String(url[at...])
             }
         }
-        return url.replacingOccurrences(of: #"password=\S+"#, with: "password=***", options: .regularExpression)
+        return url.replacing(try! Regex(#"password=\S+"#), with: "password=***")
     }
 }
 

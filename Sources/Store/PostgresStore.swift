@@ -1,5 +1,8 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Synchronization
+import SystemSupport
 
 /// The store in one PostgreSQL database that several gateway nodes share, over libpq.
 ///
@@ -65,11 +68,9 @@ final class PostgresListener: StoreListener {
         onReachability: @escaping @Sendable (Bool) -> Void
     ) {
         // The thread holds the listener until `stop` ends it.
-        let thread = Thread {
+        startThread(name: "store-listener") {
             self.run(url: url, channel: channel, onNotify: onNotify, onReachability: onReachability)
         }
-        thread.name = "store-listener"
-        thread.start()
     }
 
     private var isStopped: Bool { stopped.withLock { $0 } }

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// A packaged asset the gateway serves: its directory and its key policy.
 public struct AssetRecord: Sendable, Equatable {

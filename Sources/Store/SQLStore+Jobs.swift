@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// What `insertJob` did.
 public enum JobInsertion: Sendable, Equatable {

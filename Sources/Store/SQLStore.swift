@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 import Synchronization
 
 /// The repositories both databases share: every statement is written once, in the SQL both SQLite

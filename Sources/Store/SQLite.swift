@@ -1,5 +1,5 @@
 internal import CSQLite
-import Foundation
+import FoundationEssentials
 
 /// Owner of one `sqlite3` connection (`sqlite3_open_v2`, closed with `sqlite3_close_v2` in `deinit`),
 /// with its prepared statements cached by SQL text.

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import SystemSupport
 
 /// The store in one SQLite database (WAL mode) under the data directory: the embedded default.
 ///
@@ -15,9 +17,9 @@ public final class SQLiteStore: SQLStore, @unchecked Sendable {
             try FileManager.default.createDirectory(
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw StoreError(operation: "mkdir(\(directory))", message: "\(error.localizedDescription)")
+            throw StoreError(operation: "mkdir(\(directory))", message: "\(failureText(error))")
         }
-        let path = (directory as NSString).appendingPathComponent("guardplay.db")
+        let path = directory.appendingPathComponent("guardplay.db")
         let database = try SQLiteConnection(path: path)
         try database.execute("PRAGMA busy_timeout = 5000")
         let mode = try database.query("PRAGMA journal_mode = WAL").first?.first?.text

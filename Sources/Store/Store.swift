@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// The gateway's durable state: assets, wrapped content keys, sessions, API tokens, packaging jobs
 /// and the audit log. Two implementations: `SQLiteStore`, one embedded database under the data

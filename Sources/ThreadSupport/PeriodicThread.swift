@@ -1,5 +1,7 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Synchronization
+import SystemSupport
 
 /// A thread of its own that runs a tick every `interval` seconds until stopped; stopping wakes it at once.
 ///
@@ -51,7 +53,7 @@ public final class PeriodicThread: Sendable {
         }
         guard starting else { return }
         // The thread holds `self` until it ends; `stop()` ends it.
-        let thread = Thread { [self] in
+        startThread(name: name) { [self] in
             if delay > 0 { _ = wake.wait(timeout: .now() + delay) }
             while phase.withLock({ $0 == .running }) {
                 let pause = tick()
@@ -59,8 +61,6 @@ public final class PeriodicThread: Sendable {
             }
             exited.signal()
         }
-        thread.name = name
-        thread.start()
     }
 
     /// Runs the next tick now instead of at the end of the current pause (a tick running now finishes

@@ -331,3 +331,10 @@ private struct JSONParser {
 
     func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }
 }
+
+/// `text` with anything but printable ASCII replaced by `?`, cut to 80 characters, for messages (as the
+/// router words them).
+private func printable(_ text: String) -> String {
+    let cut = text.utf8.prefix(80).map { ($0 >= 0x20 && $0 < 0x7F) ? $0 : UInt8(ascii: "?") }
+    return String(decoding: cut, as: UTF8.self) + (text.utf8.count > 80 ? "…" : "")
+}
