@@ -78,7 +78,8 @@ enum PlaylistCheck {
     private static func text(at path: String) -> String? {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
             attributes[.type] as? FileAttributeType == .typeRegular,
-            let size = attributes[.size] as? Int, size <= maximumPlaylistBytes,
+            // FoundationEssentials gives the size as a UInt (Foundation as an NSNumber), so any integer.
+            let size = attributes[.size] as? any BinaryInteger, Int(clamping: size) <= maximumPlaylistBytes,
             let data = FileManager.default.contents(atPath: path)
         else { return nil }
         return String(decoding: data, as: UTF8.self)
