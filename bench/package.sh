@@ -93,7 +93,7 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-8s %-34s %8s %9s %9s %7s\n' input tool seconds "MB/s" "RSS MiB" "×remux"
 for minutes in 1 10; do
     input="$work/input-${minutes}min.mp4"
-    size=$(stat -c %s "$input")
+    size=$(stat -L -c %s "$input")
     : >"$work/clear.times"
     : >"$work/mp4.times"
     : >"$work/hls-fmp4.times"
