@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 import MediaCore
 import MediaFormats
 import SystemSupport
@@ -76,10 +77,10 @@ enum PlaylistCheck {
 
     /// The file's text when it is a readable regular file of at most `maximumPlaylistBytes`.
     private static func text(at path: String) -> String? {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-            attributes[.type] as? FileAttributeType == .typeRegular,
-            // FoundationEssentials gives the size as a UInt (Foundation as an NSNumber), so any integer.
-            let size = attributes[.size] as? any BinaryInteger, Int(clamping: size) <= maximumPlaylistBytes,
+        // stat(2) itself: FileManager's attribute values are a UInt or an NSNumber depending on whether
+        // Foundation is loaded, and a cast that fits one silently fails on the other.
+        var status = stat()
+        guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size <= maximumPlaylistBytes,
             let data = FileManager.default.contents(atPath: path)
         else { return nil }
         return String(decoding: data, as: UTF8.self)
