@@ -32,25 +32,11 @@ enum DifferentialFuzzing {
 
     /// Writes RBSP syntax elements (H.264 §7.2).
     struct SyntaxWriter {
-        var bytes: [UInt8] = []
-        var count = 0
+        private var writer = BitWriter()
 
-        mutating func u(_ value: Int, _ bits: Int) {
-            for shift in stride(from: bits - 1, through: 0, by: -1) {
-                if count % 8 == 0 { bytes.append(0) }
-                bytes[bytes.count - 1] |= UInt8((value >> shift) & 1) << (7 - UInt8(count % 8))
-                count += 1
-            }
-        }
-
-        mutating func ue(_ value: Int) {
-            let code = value + 1
-            let length = Int.bitWidth - code.leadingZeroBitCount
-            u(0, length - 1)
-            u(code, length)
-        }
-
-        mutating func se(_ value: Int) { ue(value > 0 ? 2 * value - 1 : -2 * value) }
+        mutating func u(_ value: Int, _ bits: Int) { writer.write(UInt32(truncatingIfNeeded: value), bits: bits) }
+        mutating func ue(_ value: Int) { writer.writeUnsignedExpGolomb(value) }
+        mutating func se(_ value: Int) { writer.writeSignedExpGolomb(value) }
 
         /// The NAL unit with `header`: the elements written, then `payload` (slice data), then the
         /// RBSP trailing bits, escaped as an encoder escapes them.
@@ -58,8 +44,8 @@ enum DifferentialFuzzing {
             var rbsp = self
             for byte in payload { rbsp.u(Int(byte), 8) }
             rbsp.u(1, 1)
-            while rbsp.count % 8 != 0 { rbsp.u(0, 1) }
-            return [header] + EmulationPrevention.escaped(rbsp.bytes)
+            while rbsp.writer.bitCount % 8 != 0 { rbsp.u(0, 1) }
+            return [header] + EmulationPrevention.escaped(rbsp.writer.bytes)
         }
     }
 

@@ -59,11 +59,15 @@ public struct BitReader: Sendable {
     }
 }
 
-/// Writes big-endian bit fields into bytes, for headers such as ADTS and dec3.
+/// Writes big-endian bit fields into bytes, for headers such as ADTS and dec3, and the Exp-Golomb codes
+/// of H.264/H.265 syntax that `BitReader` reads.
 public struct BitWriter: Sendable {
     /// The bytes written so far; a partial last byte is padded with zero bits.
     public private(set) var bytes: [UInt8] = []
-    private var bitCount = 0
+    /// Bits written so far.
+    public private(set) var bitCount = 0
+
+    public init() {}
 
     /// Appends the low `count` bits of `value`, most significant first.
     public mutating func write(_ value: UInt32, bits count: Int) {
@@ -73,6 +77,20 @@ public struct BitWriter: Sendable {
             bytes[bytes.count - 1] |= bit << (7 - UInt8(bitCount & 7))
             bitCount += 1
         }
+    }
+
+    /// Appends `value` as `ue(v)`: as many zero bits as `value + 1` has bits after its first, then
+    /// `value + 1` (H.264 §9.1).
+    public mutating func writeUnsignedExpGolomb(_ value: Int) {
+        let code = value + 1
+        let length = Int.bitWidth - code.leadingZeroBitCount
+        write(0, bits: length - 1)
+        write(UInt32(truncatingIfNeeded: code), bits: length)
+    }
+
+    /// Appends `value` as `se(v)`: positive values to odd codes, the rest to even ones (H.264 §9.1.1).
+    public mutating func writeSignedExpGolomb(_ value: Int) {
+        writeUnsignedExpGolomb(value > 0 ? 2 * value - 1 : -2 * value)
     }
 }
 

@@ -5,28 +5,16 @@ import Testing
 /// Writes RBSP syntax elements as H.265 §7.2 defines them, for streams libx265 never makes.
 private struct SyntaxWriter {
     private var writer = BitWriter()
-    private var count = 0
 
-    mutating func u(_ value: Int, _ bits: Int) {
-        writer.write(UInt32(truncatingIfNeeded: value), bits: bits)
-        count += bits
-    }
-
+    mutating func u(_ value: Int, _ bits: Int) { writer.write(UInt32(truncatingIfNeeded: value), bits: bits) }
     mutating func flag(_ value: Bool) { u(value ? 1 : 0, 1) }
-
-    mutating func ue(_ value: Int) {
-        let code = value + 1
-        let length = Int.bitWidth - code.leadingZeroBitCount
-        u(0, length - 1)
-        u(code, length)
-    }
-
-    mutating func se(_ value: Int) { ue(value > 0 ? 2 * value - 1 : -2 * value) }
+    mutating func ue(_ value: Int) { writer.writeUnsignedExpGolomb(value) }
+    mutating func se(_ value: Int) { writer.writeSignedExpGolomb(value) }
 
     /// A one bit and zero bits to the byte boundary: `rbsp_trailing_bits()` and `byte_alignment()`.
     mutating func align() {
         u(1, 1)
-        while count % 8 != 0 { u(0, 1) }
+        while writer.bitCount % 8 != 0 { u(0, 1) }
     }
 
     /// The NAL unit of `type`: header, then the escaped RBSP.
