@@ -10,14 +10,16 @@
 # interleaved runs, with every run's figure and the load average.
 # Inputs are made once into bench/work/ (gitignored): 20 s of testsrc2 encoded by each codec at 6 Mb/s
 # (2 s GOP, `-preset ultrafast`, one slice per picture), looped to 10 minutes with -c copy; the parse runs
-# over the 20 s seed 30 times.
+# over the 20 s seed PARSE_LOOPS times (1000 by default: 0.1-0.3 s a run, where 30 loops took 5-13 ms and
+# the machine's other load decided the figure).
 #
-# Usage: bench/slice-parse.sh   (RUNS=3 by default; GUARDPLAY=path uses a built guard-play instead of
-# building .build/release/guard-play)
+# Usage: bench/slice-parse.sh   (RUNS=3 by default; PARSE_LOOPS=1000 by default; GUARDPLAY=path uses a
+# built guard-play instead of building .build/release/guard-play)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 runs="${RUNS:-3}"
+parse_loops="${PARSE_LOOPS:-1000}"
 work=bench/work
 mkdir -p "$work"
 
@@ -114,11 +116,11 @@ for codec in h264 hevc; do
         "$(tr '\n' ' ' <"$work/slice-$codec-clear.times")"
 done
 
-# The parse alone: SliceParseBench over each seed's elementary stream 30 times (the 10 minutes' NAL
-# units), the codecs taking turns.
+# The parse alone: SliceParseBench over each seed's elementary stream PARSE_LOOPS times, the codecs
+# taking turns.
 for codec in h264 hevc; do : >"$work/slice-$codec.parse"; done
 for _ in $(seq "$runs"); do
-    for codec in h264 hevc; do "$parser" "$codec" "$work/slice-$codec-seed.$codec" 30 >>"$work/slice-$codec.parse"; done
+    for codec in h264 hevc; do "$parser" "$codec" "$work/slice-$codec-seed.$codec" "$parse_loops" >>"$work/slice-$codec.parse"; done
 done
 printf '\n%-6s %9s %9s %9s %11s %11s\n' codec "VCL NALs" "MB" "parse s" "ns/NAL" "parse ms/MB"
 for codec in h264 hevc; do
