@@ -515,6 +515,28 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         try reopened.appendAudit([], refusals: [AuditRefusalCount(minute: epoch, reason: "r", remote: "a", count: 1)])
         #expect(try reopened.refusalCounts().count == 1)
     }
+
+    /// A PostgreSQL database from before the audit trail's BRIN index (its B-tree on `at`) is upgraded
+    /// to it keeping its rows, and retention still deletes by time through it.
+    @Test func upgradesPostgreSQLsAuditTimeIndexToBRINKeepingItsRows() throws {
+        let temporary = try TemporaryStore(.postgres)
+        let records = (0..<3).map { AuditRecord(at: epoch + Double($0) * 60, action: "key", outcome: "granted") }
+        try temporary.store.appendAudit(records)
+        let method =
+            "SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.relname = 'audit_by_time'"
+        #expect(try temporary.scalar(method)?.text == "brin")
+        let previous = PostgresMigrations.all.count - 1
+        try temporary.execute(
+            "DROP INDEX audit_by_time; CREATE INDEX audit_by_time ON audit(at); "
+                + "DELETE FROM guardplay_schema WHERE version > \(previous)")
+        #expect(try temporary.scalar(method)?.text == "btree")
+        let reopened = try temporary.reopen()
+        #expect(try reopened.schemaVersion() == PostgresMigrations.all.count)
+        #expect(try temporary.scalar(method)?.text == "brin")
+        #expect(try reopened.auditCount() == 3)
+        #expect(try reopened.pruneAudit(before: epoch + 90) == 2)
+        #expect(try reopened.recentAudit(limit: 3) == [records[2]])
+    }
 }
 
 @Suite struct KeyEncryptionKeyTests {
