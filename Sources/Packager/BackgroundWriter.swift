@@ -5,8 +5,9 @@ import Synchronization
 
 /// Writes segment bytes on a serial dispatch queue of its own, so the `write(2)` calls (copying into
 /// the page cache, about half of a job's time) overlap with demuxing and encrypting on the caller's
-/// thread. At most `bufferCount` buffers are in flight; `submit` blocks while that many are queued,
-/// which keeps memory bounded whatever the input's length.
+/// thread; it also copies a CMAF segment's spooled samples after its `moof` (`splice`). At most
+/// `bufferCount` buffers are in flight; `submit` blocks while that many are queued, which keeps memory
+/// bounded whatever the input's length.
 final class BackgroundWriter: @unchecked Sendable {
     // Invariant behind @unchecked Sendable: `queue` serialises every use of a submitted buffer and file
     // descriptor; `free` and `failure` are only touched under their Mutex; a ByteBuffer belongs either
@@ -30,23 +31,38 @@ final class BackgroundWriter: @unchecked Sendable {
         return box?.buffer ?? ByteBuffer(capacity: BackgroundWriter.bufferCapacity)
     }
 
-    /// Writes all of `buffer` to `descriptor` on the queue, then recycles the buffer. `path` names the
-    /// file in errors.
-    func submit(_ buffer: ByteBuffer, to descriptor: Int32, path: String) {
+    /// Writes all of `buffer` to `descriptor` on the queue, at its file position or at `offset`
+    /// (`pwrite`), then recycles the buffer. `path` names the file in errors.
+    func submit(_ buffer: ByteBuffer, to descriptor: Int32, at offset: Int? = nil, path: String) {
         let box = ByteBufferBox(buffer: buffer)
         slots.wait()
         queue.async { [self] in
             if failure.withLock({ $0 == nil }) {
-                let result = box.buffer.withUnsafeBytes { raw in BackgroundWriter.writeAll(descriptor, raw) }
-                if let reason = result {
-                    failure.withLock {
-                        if $0 == nil { $0 = PackagingError(.outputFailed, "cannot write \(path): \(reason)") }
-                    }
-                }
+                let result = box.buffer.withUnsafeBytes { BackgroundWriter.writeAll(descriptor, $0, at: offset) }
+                if let reason = result { fail("cannot write \(path): \(reason)") }
             }
             box.buffer.removeAll()
             free.withLock { $0.append(box) }
             slots.signal()
+        }
+    }
+
+    /// Copies the first `count` bytes of `source` to `descriptor` at its file position, in the kernel
+    /// (`sendfile`, page cache to page cache), once everything submitted before has been written;
+    /// `source`'s own file position does not move. `path` names the target in errors.
+    func splice(_ count: Int, from source: Int32, to descriptor: Int32, path: String) {
+        queue.async { [self] in
+            guard failure.withLock({ $0 == nil }) else { return }
+            var offset = off_t(0)
+            while offset < count {
+                let copied = sendfile(descriptor, source, &offset, count - Int(offset))
+                if copied < 0 && errno == EINTR { continue }
+                if copied <= 0 {
+                    let reason = copied < 0 ? String(cString: strerror(errno)) : "the scratch file ended early"
+                    fail("cannot copy the spooled samples into \(path): \(reason)")
+                    return
+                }
+            }
         }
     }
 
@@ -59,12 +75,7 @@ final class BackgroundWriter: @unchecked Sendable {
     /// Closes `descriptor` once everything submitted before has been written.
     func close(_ descriptor: Int32, path: String) {
         queue.async { [self] in
-            if Glibc.close(descriptor) != 0 {
-                let reason = String(cString: strerror(errno))
-                failure.withLock {
-                    if $0 == nil { $0 = PackagingError(.outputFailed, "cannot close \(path): \(reason)") }
-                }
-            }
+            if Glibc.close(descriptor) != 0 { fail("cannot close \(path): \(String(cString: strerror(errno)))") }
         }
     }
 
@@ -74,11 +85,23 @@ final class BackgroundWriter: @unchecked Sendable {
         if let failure = firstFailure { throw failure }
     }
 
-    /// `write(2)` until all of `bytes` is written; returns the reason on failure.
-    private static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> String? {
+    /// Keeps `reason` as the first failure unless there is one already.
+    private func fail(_ reason: String) {
+        failure.withLock { if $0 == nil { $0 = PackagingError(.outputFailed, reason) } }
+    }
+
+    /// `write(2)` (or `pwrite(2)` at `offset`) until all of `bytes` is written; returns the reason on
+    /// failure.
+    private static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int?) -> String? {
         var written = 0
         while written < bytes.count {
-            let result = write(descriptor, bytes.baseAddress! + written, bytes.count - written)
+            let start = bytes.baseAddress! + written
+            let result =
+                if let offset {
+                    pwrite(descriptor, start, bytes.count - written, off_t(offset + written))
+                } else {
+                    write(descriptor, start, bytes.count - written)
+                }
             if result < 0 {
                 if errno == EINTR { continue }
                 return String(cString: strerror(errno))

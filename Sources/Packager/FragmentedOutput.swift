@@ -36,9 +36,8 @@ final class FragmentedOutput {
     private var samples: [FragmentSample] = []
     private var decodeTimes: [Int64] = []
     private var lastDuration: Int64 = 1
-    /// The open segment's sample bytes, in buffers taken from the writer: handed to it as they are
-    /// when the segment is written clear, copied through the file's own buffer under AES-128.
-    private var payload: [ByteBuffer] = []
+    /// The open segment's sample bytes, spooled to a scratch file until the cut.
+    private let payload: SegmentPayloadSpool
     /// The 90 kHz presentation time the open segment started at, or nil when none is open.
     private(set) var openStart: Int64?
     /// Finished segments.
@@ -46,10 +45,13 @@ final class FragmentedOutput {
     /// Samples written.
     private(set) var sampleCount = 0
 
+    /// The output of playlist `name`, written into `directory`; `scratchName` names its payload's
+    /// scratch file there, unlinked as soon as it is open.
     init(
         name: String, slot: Int, timescale: UInt32, directory: String, writer: BackgroundWriter,
-        aes128: (key: [UInt8], iv: [UInt8])?
-    ) {
+        aes128: (key: [UInt8], iv: [UInt8])?, scratchName: String
+    ) throws(PackagingError) {
+        payload = try SegmentPayloadSpool(directory: directory, name: scratchName, writer: writer)
         self.name = name
         self.slot = slot
         self.timescale = timescale
@@ -79,14 +81,7 @@ final class FragmentedOutput {
 
     /// The buffer the next sample's bytes go to, with room for about `count` more bytes: samples are
     /// kept whole in one buffer, so they can be encrypted where they lie.
-    func sampleBuffer(reserving count: Int) -> ByteBuffer {
-        if let last = payload.last, last.count == 0 || last.count + count <= SegmentFile.flushThreshold {
-            return last
-        }
-        let buffer = writer.takeBuffer()
-        payload.append(buffer)
-        return buffer
-    }
+    func sampleBuffer(reserving count: Int) -> ByteBuffer { payload.sampleBuffer(reserving: count) }
 
     /// Records a sample whose bytes are final (encrypted as needed) and already at the end of
     /// `sampleBuffer(reserving:)`; `record` has all but its duration, which the next sample's decoding
@@ -124,20 +119,7 @@ final class FragmentedOutput {
         }
         let file = try SegmentFile(path: directory + "/" + uri, aes128: cipher, writer: writer)
         file.buffer.append(header)
-        // The payload's buffers are of about the writer's buffer size (appended whole, a segment's
-        // payload would grow the writer's recycled buffers to the largest segment and page-fault them in
-        // again each time).
-        let buffers = payload
-        payload.removeAll(keepingCapacity: true)
-        for buffer in buffers {
-            if cipher == nil && buffer.count > 0 {
-                try file.submit(buffer)
-                continue
-            }
-            buffer.withUnsafeBytes { file.buffer.append($0) }
-            writer.giveBack(buffer)
-            try file.flushIfNeeded()
-        }
+        try payload.move(to: file)
         let bytes = try file.close()
         let ticks = samples.reduce(UInt64(0)) { $0 + UInt64($1.duration) }
         segments.append(Segment(uri: uri, decodeTime: first, ticks: ticks, bytes: bytes, iv: segmentIV))

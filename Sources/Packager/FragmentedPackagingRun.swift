@@ -44,9 +44,9 @@ struct FragmentedPackagingRun {
             if streams[slot].codec == .aac {
                 timescale = UInt32(try audioConfig(details[slot], streams[slot]).sampleRate)
             }
-            let output = FragmentedOutput(
+            let output = try FragmentedOutput(
                 name: playlist.name, slot: slot, timescale: timescale, directory: directory.temporary,
-                writer: writer, aes128: aes128)
+                writer: writer, aes128: aes128, scratchName: ".\(playlist.name).samples")
             output.ring = keys.ring
             outputs.append(output)
             outputOfSlot[slot] = output
@@ -55,9 +55,9 @@ struct FragmentedPackagingRun {
         var variantB: FragmentedOutput? = nil
         if options.watermark != nil, plan.video != nil, let video = outputOfSlot[0] {
             video.variant = .a
-            let other = FragmentedOutput(
+            let other = try FragmentedOutput(
                 name: video.name, slot: 0, timescale: video.timescale, directory: directory.temporary, writer: writer,
-                aes128: aes128)
+                aes128: aes128, scratchName: ".\(video.name).b.samples")
             other.ring = keys.ring
             other.variant = .b
             variantB = other

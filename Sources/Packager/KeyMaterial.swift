@@ -42,21 +42,39 @@ struct KeyMaterial {
         return uriTemplate.replacing("{kid}", with: try ring.key(period: period).keyID.hexString)
     }
 
-    /// Resolves the options; `output` is the absolute output path.
+    /// Resolves the options, drawing the key, IV and key ID not given from OpenSSL's RNG; `output` is
+    /// the absolute output path.
     init(options: PackagingOptions, output: String) throws(PackagingError) {
-        func value(_ given: [UInt8]?, _ what: String) throws(PackagingError) -> [UInt8] {
-            if let given {
-                guard given.count == 16 else {
-                    throw PackagingError(
-                        .invalidOptions, "the \(what) must be 16 bytes (32 hex digits), got \(given.count)")
-                }
-                return given
-            }
+        try self.init(options: options, output: output) { what throws(PackagingError) in
             do {
                 return try SecureRandom.bytes(16)
             } catch {
                 throw PackagingError(.outputFailed, "cannot draw a random \(what): \(error)")
             }
+        }
+    }
+
+    /// Refuses what `init` would (bar a failing RNG) and an existing key file `checkKeyFile` would, and
+    /// draws nothing: a job checks its key options before it opens its input, and draws its keys after,
+    /// since OpenSSL's RNG set-up (about 2.5 MiB of libcrypto's pages and heap) would otherwise add to the
+    /// demuxer's probe, the largest moment of an fMP4 run's memory.
+    static func check(options: PackagingOptions, output: String) throws(PackagingError) {
+        let unkeyed = try KeyMaterial(options: options, output: output) { _ in [UInt8](repeating: 0, count: 16) }
+        try unkeyed.checkKeyFile(force: options.force)
+    }
+
+    /// Resolves the options, taking each of the key, IV and key ID not given from `draw`, which is told
+    /// which it is drawing.
+    private init(
+        options: PackagingOptions, output: String, draw: (String) throws(PackagingError) -> [UInt8]
+    ) throws(PackagingError) {
+        func value(_ given: [UInt8]?, _ what: String) throws(PackagingError) -> [UInt8] {
+            guard let given else { return try draw(what) }
+            guard given.count == 16 else {
+                throw PackagingError(
+                    .invalidOptions, "the \(what) must be 16 bytes (32 hex digits), got \(given.count)")
+            }
+            return given
         }
         key = try value(options.key, "key")
         iv = try value(options.iv, "IV")

@@ -33,8 +33,7 @@ public struct PackagingJob: Sendable {
         try validate()
         try checkPathsApart()
         let output = OutputDirectory.absolutePath(options.output)
-        let keys = try KeyMaterial(options: options, output: output)
-        try keys.checkKeyFile(force: options.force)
+        try KeyMaterial.check(options: options, output: output)
         let rate = Double(options.flicker == nil ? StillImageProducer.frameRate : StillFlicker.frameRate)
         let stillFrames = max(1, Int((options.stillDuration * rate).rounded()))
         // A GOP no longer than the video, so the verifier can tell it from the I-frame playlist.
@@ -46,6 +45,8 @@ public struct PackagingJob: Sendable {
             cmafSamples: { plan in
                 (try? Self.container(for: plan, options: self.options))?.0.container == .fragmentedMP4
             })
+        // Drawn only now that the input is open (see `KeyMaterial.check`).
+        let keys = try KeyMaterial(options: options, output: output)
         var keyed = self.options
         keyed.watermarkKey = pattern?.key
         let (options, containerNotices) = try Self.container(for: reader.plan, options: keyed)

@@ -57,17 +57,36 @@ final class SegmentFile {
         if buffer.count >= SegmentFile.flushThreshold { try flush(final: false) }
     }
 
-    /// Queues `filled`, a buffer taken from the writer and filled by the caller, after what was
-    /// appended before, without copying it; only for a clear file (no AES-128), whose bytes need no
-    /// chaining across buffers.
-    func submit(_ filled: ByteBuffer) throws(PackagingError) {
-        precondition(cipher == nil, "an AES-128 file encrypts its bytes as they pass through its own buffer")
-        if buffer.count > 0 { try flush(final: false) }
-        if let failure = writer.firstFailure { throw failure }
-        let length = filled.count
-        writer.submit(filled, to: descriptor, path: path)
-        fileBytes += length
-        clearBytesFlushed += length
+    /// Appends the first `count` bytes of `scratch`, whose writes were all submitted to the writer
+    /// before: a clear file has them copied in by the writer, in the kernel (`sendfile`); an AES-128
+    /// file reads them back (once the writer has written them) through its buffer, to encrypt them.
+    /// `scratchPath` names the scratch file in errors.
+    func append(_ count: Int, from scratch: Int32, scratchPath: String) throws(PackagingError) {
+        guard cipher != nil else {
+            if buffer.count > 0 { try flush(final: false) }
+            if let failure = writer.firstFailure { throw failure }
+            writer.splice(count, from: scratch, to: descriptor, path: path)
+            fileBytes += count
+            clearBytesFlushed += count
+            return
+        }
+        try writer.drain()
+        var offset = 0
+        while offset < count {
+            let chunk = min(count - offset, SegmentFile.flushThreshold)
+            let read = pread(scratch, buffer.extend(by: chunk), chunk, off_t(offset))
+            let reason = read < 0 ? errno : 0
+            buffer.truncate(to: buffer.count - chunk + max(read, 0))
+            if reason == EINTR { continue }
+            guard read > 0 else {
+                throw PackagingError(
+                    .outputFailed,
+                    "cannot read back \(scratchPath): "
+                        + (read < 0 ? String(cString: strerror(reason)) : "the scratch file ended early"))
+            }
+            offset += read
+            try flushIfNeeded()
+        }
     }
 
     /// Flushes, pads and encrypts the last block (AES-128), and queues the close; returns the file's
