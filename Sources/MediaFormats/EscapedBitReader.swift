@@ -148,16 +148,7 @@ public struct EscapedBitReader {
             note(zeroRunOf: taken, bytes: count)
             return
         }
-        while cached <= 56 && next < bytes.count {
-            let byte = bytes[next]
-            next += 1
-            preventionBytes &<<= 1
-            if zeros >= 2 && byte == 3 {
-                preventionBytes |= 1
-                zeros = 0
-                continue
-            }
-            zeros = byte == 0 ? zeros + 1 : 0
+        while cached <= 56, let byte = nextRBSPByte() {
             cache |= UInt64(byte) &<< UInt64(56 - cached)
             cached += 8
         }
@@ -175,19 +166,29 @@ public struct EscapedBitReader {
                 note(zeroRunOf: word, bytes: 8)
                 continue
             }
-            guard next < bytes.count else { throw endOfBytes() }
+            guard nextRBSPByte() != nil else { throw endOfBytes() }
+            left -= 1
+        }
+        rbspBitsRead += 8 * count
+    }
+
+    /// The next RBSP byte, one stored byte on, or two past an emulation prevention byte; nil past the
+    /// end. Keeps the zero run and the prevention-byte mask up to date.
+    @inline(__always)
+    private mutating func nextRBSPByte() -> UInt8? {
+        while next < bytes.count {
             let byte = bytes[next]
             next += 1
             preventionBytes &<<= 1
-            if zeros >= 2 && byte == 3 {
+            guard zeros < 2 || byte != 3 else {
                 preventionBytes |= 1
                 zeros = 0
                 continue
             }
             zeros = byte == 0 ? zeros + 1 : 0
-            left -= 1
+            return byte
         }
-        rbspBitsRead += 8 * count
+        return nil
     }
 
     /// Records `count` (1…8) stored bytes passed at once, none an emulation prevention byte, whose values
