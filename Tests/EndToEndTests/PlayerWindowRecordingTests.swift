@@ -12,13 +12,24 @@ import Testing
         _ = try server.packageWatermarkedClip(token: admin)
         let (_, token) = try server.session("marked", token: admin)
 
-        let directory = try TemporaryDirectory()
-        let recording = try PlayerWindowRecording.record(
-            "http://127.0.0.1:\(server.port)/v1/hls/marked/master.m3u8?token=\(token)", width: 640, height: 360,
-            to: directory.path("recording.mp4"), directory: directory.url.path)
+        // Playing in real time is what a recording of a window needs, and the suites running beside this one
+        // can starve ffplay, the gateway or the grab for many seconds (one CI run recorded a picture frozen
+        // for 30 s of a 10 s clip). A recording that is not the clip in real time is made once more, and the
+        // second is judged; a player that does not play the stream fails both.
+        func record() throws -> (PlayerWindowRecording, [(frame: Int, correlation: Double)]) {
+            let directory = try TemporaryDirectory()
+            let recording = try PlayerWindowRecording.record(
+                "http://127.0.0.1:\(server.port)/v1/hls/marked/master.m3u8?token=\(token)", width: 640, height: 360,
+                to: directory.path("recording.mp4"), directory: directory.url.path)
+            return (recording, try PlayerWindowRecording.bestMatches(recording.path, source: fixture("clip.mp4")))
+        }
+        var (recording, matches) = try record()
+        if abs(recording.duration - 10) > 1.5 || matches.count != recording.frames {
+            print("PlayerWindowRecordingTests: the first recording lasted \(recording.duration) s; recording again")
+            (recording, matches) = try record()
+        }
         // The clip is ten seconds; a loaded machine may stall the player or the grab a little.
         #expect(abs(recording.duration - 10) <= 1.5, "\(recording.duration) s")
-        let matches = try PlayerWindowRecording.bestMatches(recording.path, source: fixture("clip.mp4"))
         #expect(matches.count == recording.frames)
         // Each recorded frame looks like a frame of the clip (a mask or the black screen correlates 0)...
         let alike = matches.filter { $0.correlation > 0.9 }.count
