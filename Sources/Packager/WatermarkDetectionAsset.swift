@@ -129,9 +129,11 @@ public struct WatermarkDetectionAsset: Sendable {
         return WatermarkBlockMeans(grid: grid, frames: frames)
     }
 
-    /// Writes the H.264 of the SAMPLE-AES transport stream `path` as a clear Annex B stream to `target`:
-    /// each protected NAL unit is unescaped, decrypted (CBC restarting at the IV in every unit, as
-    /// SAMPLE-AES has it) and escaped again.
+    /// Writes the H.264 of the SAMPLE-AES transport stream `path` as a clear Annex B stream to `target`,
+    /// each access unit decrypted as `verify` decrypts it (`SampleAESCipher.decryptVideo`): a protected
+    /// NAL unit loses the layer of emulation prevention added after its encryption and is decrypted,
+    /// which gives back its stored bytes. (Escaping them again, as this did, doubled the emulation
+    /// prevention bytes the encoder wrote and corrupted every picture that has one.)
     static func decrypt(_ path: String, key: [UInt8], iv: [UInt8], to target: String) throws(PackagingError) {
         guard let bytes = VerificationRun.readFile(path, limit: 512 << 20) else {
             throw PackagingError(.inputMissing, "cannot read the variant \(path)")
@@ -147,22 +149,12 @@ public struct WatermarkDetectionAsset: Sendable {
             else { throw PackagingError(.inputCorrupt, "\(path) has no H.264 stream") }
             let cipher = try SampleAESCipher(key: key, iv: iv, encrypt: false)
             for packet in packets where packet.pid == video.pid {
-                try packet.payload.withBytes { (stream) throws(CryptoError) in
-                    for range in NALUnitSplitter.annexB(stream) {
-                        let nal = UnsafeRawBufferPointer(rebasing: stream[range])
-                        output += [0, 0, 0, 1]
-                        guard SampleAESCipher.isProtectedNALType(nal[0]),
-                            nal.count > SampleAESCipher.videoMinimumProtectedLength
-                        else {
-                            output += nal
-                            continue
-                        }
-                        var clear: [UInt8] = []
-                        clear.reserveCapacity(nal.count)
-                        EmulationPrevention.unescape(nal, appendingTo: &clear)
-                        try clear.withMutableBytes { (raw) throws(CryptoError) in try cipher.processVideoNAL(raw) }
-                        clear.withBytes { EmulationPrevention.escape($0, appendingTo: &output) }
-                    }
+                let nals = try packet.payload.withBytes { (stream) throws(CryptoError) in
+                    try cipher.decryptVideo(stream)
+                }
+                for nal in nals {
+                    output += [0, 0, 0, 1]
+                    output += nal
                 }
             }
         } catch let error as PackagingError {
