@@ -166,23 +166,24 @@ import Testing
         #expect((report["falseMatchProbability"] as? Double ?? 1) < 1e-4, "\(output.stdout)")
         #expect((report["bitErrorRate"] as? Double ?? 1) <= 0.1, "\(output.stdout)")
         #expect((report["runnerUpFalseMatchProbability"] as? Double ?? 0) > 0.01, "\(output.stdout)")
-        #expect(report["closeCandidates"] as? Int == 0, "\(output.stdout)")
+        // Other sessions whose codewords agree with the bits read in three places of four: among 999
+        // random codewords and 31 to 33 bits, chance gives 1.7 to 2.3 on average (binomial tails of 0.0017
+        // to 0.0023 each) and 10 or more about once in five thousand copies; more would say the bits read
+        // are not the leaker's alone.
+        #expect((report["closeCandidates"] as? Int ?? 99) <= 9, "\(output.stdout)")
     }
 
-    @Test(
-        .disabled("time alignment lands 48 s off on this clip: 12 of 31 segments read (wm-detect report)"))
+    @Test
     func namesTheSessionOfACopyReencodedAtCRF28AndScaledTo640x360() throws {
         try expectNamesTheLeaker(try Self.shared.get().reencoded, "re-encoded")
     }
 
-    @Test(
-        .disabled("time alignment lands 48 s off on this clip: 12 of 31 segments read (wm-detect report)"))
+    @Test
     func namesTheSessionOfACopyCroppedAndScaledAtAnotherFrameRate() throws {
         try expectNamesTheLeaker(try Self.shared.get().cropped, "cropped")
     }
 
-    @Test(
-        .disabled("time alignment lands 48 s off on this clip: 12 of 31 segments read (wm-detect report)"))
+    @Test
     func theTextReportNamesTheSessionToo() throws {
         let leak = try Self.shared.get()
         let (status, _, output) = try leak.detect(leak.reencoded, json: false)
@@ -191,8 +192,7 @@ import Testing
         #expect(output.stdout.contains("false-match probability"), "\(output.stdout)")
     }
 
-    @Test(
-        .disabled("time alignment lands 48 s off on this clip: 12 of 31 segments read (wm-detect report)"))
+    @Test
     func copiesOfAnotherAssetsSessionAndAClearEncodeMatchNoSession() throws {
         let leak = try Self.shared.get()
         for (name, file, asset) in [
