@@ -2,8 +2,9 @@
 /// prevention byte (a 0x03 after two zero bytes) as it passes, and knows where in the stored bytes it is.
 /// This is what a clear range needs: a header's length parsed in RBSP bits but counted in stored bytes.
 ///
-/// The RBSP bits ahead are held in a 64-bit cache, filled a stored byte at a time (eight at once where
-/// none of them is zero), so a field or an Exp-Golomb code is a shift and a count of leading zeros.
+/// The RBSP bits ahead are held in a 64-bit cache, filled a stored byte at a time (up to eight at once
+/// where none of the next eight is 0x03), so a field or an Exp-Golomb code is a shift and a count of
+/// leading zeros.
 /// Which of the last stored bytes were emulation prevention bytes is kept as a bit mask, so `storedEnd`
 /// can tell where the bits already read end although the cache has read ahead.
 ///
@@ -124,7 +125,7 @@ public struct EscapedBitReader {
         return Int(value)
     }
 
-    /// Takes `count` (1…`cached`) bits from the top of the cache.
+    /// Takes `count` (0…`cached`) bits from the top of the cache.
     @inline(__always)
     private mutating func take(_ count: Int) -> UInt64 {
         guard count > 0 else { return 0 }

@@ -132,8 +132,8 @@ public struct WatermarkDetectionAsset: Sendable {
     /// Writes the H.264 of the SAMPLE-AES transport stream `path` as a clear Annex B stream to `target`,
     /// each access unit decrypted as `verify` decrypts it (`SampleAESCipher.decryptVideo`): a protected
     /// NAL unit loses the layer of emulation prevention added after its encryption and is decrypted,
-    /// which gives back its stored bytes. (Escaping them again, as this did, doubled the emulation
-    /// prevention bytes the encoder wrote and corrupted every picture that has one.)
+    /// which gives back its stored bytes, to be written as they are (escaping them again would double
+    /// the emulation prevention bytes the encoder wrote).
     static func decrypt(_ path: String, key: [UInt8], iv: [UInt8], to target: String) throws(PackagingError) {
         guard let bytes = VerificationRun.readFile(path, limit: 512 << 20) else {
             throw PackagingError(.inputMissing, "cannot read the variant \(path)")
