@@ -145,8 +145,11 @@ import Testing
         let source = try player.source()
         // The mean holds only while the recorder takes both phases of most pairs; on a loaded machine
         // x11grab drops frames unevenly, so up to three one-second recordings are made and the best
-        // must reach 30 dB (with the flicker drawn wrong every one of them gives about 13 dB).
+        // must reach 30 dB (with the flicker drawn wrong every one of them gives about 13 dB). A
+        // recording short of 50 frames is such a drop too: it is counted as a failed attempt, and
+        // the next one is made.
         var results: [Double] = []
+        var shortRecordings: [Int] = []
         for attempt in 0..<3 {
             let recording = directory.path("recording-\(attempt).nut")
             let recorder = try SpawnedProcess(
@@ -159,7 +162,11 @@ import Testing
             recorder.end()
             try #require(status == 0, "ffmpeg x11grab failed")
             let frames = try decodeRecording(recording)
-            try #require(frames.count >= 50, "only \(frames.count) frames in a second at 60 fps")
+            guard frames.count >= 50 else {
+                print("flicker: only \(frames.count) x11grab frames in a second at 60 fps; recording again")
+                shortRecordings.append(frames.count)
+                continue
+            }
             var linearSums = [Double](repeating: 0, count: source.pixels.count)
             for frame in frames {
                 for index in source.pixels.indices {
@@ -180,7 +187,9 @@ import Testing
             if psnr >= 30 { break }
         }
         let best = results.max() ?? 0
-        #expect(best >= 30, "PSNR of each recording: \(results) dB")
+        #expect(
+            best >= 30,
+            "PSNR of each recording: \(results) dB; frames in those short of 50: \(shortRecordings)")
         _ = try player.stop()
     }
 }
