@@ -17,6 +17,14 @@ enum GuardPlay {
         """
 
     static func main(_ arguments: [String]) -> Int32 {
+        // `guard-play package --help` (or `-h`, anywhere after a subcommand): that command's help, as
+        // `guard-play help package` prints it.
+        if let command = arguments.first, commands.contains(command), !["help", "version"].contains(command),
+            arguments.dropFirst().contains(where: { $0 == "--help" || $0 == "-h" })
+        {
+            print(helpText(for: command))
+            return ExitCode.success.rawValue
+        }
         do {
             switch arguments.first {
             case nil:

@@ -25,6 +25,20 @@ import Testing
         return names
     }
 
+    @Test func aCommandsHelpOptionPrintsItsHelp() throws {
+        for command in Self.commands where command != "play" {
+            let expected = try guardPlay(["help", command])
+            for arguments in [[command, "--help"], [command, "-h"], [command, "--out", "x", "--help"]] {
+                let result = try guardPlay(arguments)
+                #expect(result.status == 0, "\(arguments): \(result.stderr)")
+                #expect(result.stdout == expected.stdout, "\(arguments)")
+                #expect(result.stderr.isEmpty, "\(arguments): \(result.stderr)")
+            }
+        }
+        let detect = try guardPlay(["watermark", "detect", "--help"])
+        #expect(detect.status == 0 && detect.stdout.contains("--asset"), "\(detect.stdout)\(detect.stderr)")
+    }
+
     @Test func everyHelpOptionIsAcceptedByItsCommandsParser() throws {
         for command in Self.commands {
             let options = try documentedOptions(command)
