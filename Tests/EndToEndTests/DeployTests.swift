@@ -295,6 +295,14 @@ import Testing
         #expect(try nginx.get(paths[1][0]).status == 200)
         let metrics = try server.call("GET", "/metrics").text
         #expect(metrics.contains("guardplay_watermark_segment_requests_total{outcome=\"watermark-variant-refused\"}"))
+        // With the gateway gone no path can be checked, cached or not: 503 with Retry-After, not the 500
+        // auth_request makes of a check that fails, and not the cached variant.
+        #expect(server.stop() == 0)
+        let unchecked = try nginx.get(paths[1][0])
+        #expect(unchecked.status == 503, "\(unchecked.status) \(unchecked.text)")
+        #expect(unchecked.header("Retry-After") == "1")
+        #expect(unchecked.header("Content-Type") == "application/problem+json")
+        #expect(unchecked.text.contains("watermark-variant-unchecked"), "\(unchecked.text)")
     }
 
     @Test func startsNginxOnAnotherPortWhenItsPortIsTakenFirst() throws {
