@@ -10,6 +10,8 @@ public struct ParsedMediaPlaylist: Sendable {
         public var byteRange: (length: Int, offset: Int)?
         /// The EXT-X-KEY attributes in force, or nil when none was given.
         public var key: AttributeList?
+        /// The EXT-X-MAP attributes in force (the init segment an fMP4 segment is read behind), or nil.
+        public var map: AttributeList? = nil
         /// The URI's line number, from 1.
         public var line: Int
     }
@@ -34,7 +36,7 @@ public struct ParsedMediaPlaylist: Sendable {
     public var segments: [Segment] = []
     /// Every EXT-X-KEY line's attributes, in order.
     public var keyLines: [AttributeList] = []
-    /// Tags the packager never writes, with their line numbers.
+    /// Tags the packager never writes in the TS layout (EXT-X-MAP among them), with their line numbers.
     public var unknownTags: [String] = []
 
     /// The longest EXTINF accepted, in seconds (about 11.6 days): far beyond any segment, small enough
@@ -51,6 +53,7 @@ public struct ParsedMediaPlaylist: Sendable {
         var duration: Double? = nil
         var range: (length: Int, offset: Int)? = nil
         var key: AttributeList? = nil
+        var map: AttributeList? = nil
         var nextOffset: [String: Int] = [:]
         for (index, raw) in lines.enumerated().dropFirst() {
             let number = index + 1
@@ -74,7 +77,8 @@ public struct ParsedMediaPlaylist: Sendable {
                     }
                     nextOffset[line] = end
                 }
-                segments.append(Segment(duration: seconds, uri: line, byteRange: byteRange, key: key, line: number))
+                segments.append(
+                    Segment(duration: seconds, uri: line, byteRange: byteRange, key: key, map: map, line: number))
                 duration = nil
                 range = nil
                 continue
@@ -111,6 +115,10 @@ public struct ParsedMediaPlaylist: Sendable {
                 if text.contains(".") { hasDecimalDurations = true }
             case "#EXT-X-BYTERANGE":
                 range = try ParsedMediaPlaylist.byteRange(value, place: place)
+            case "#EXT-X-MAP":
+                // Kept among the unknown tags too: the TS layout has none, and its verifier says so.
+                map = try AttributeList(strict: value, structure: place)
+                unknownTags.append("\(place): \(tag)")
             default:
                 unknownTags.append("\(place): \(tag)")
             }
