@@ -24,10 +24,10 @@ work=bench/work
 mkdir -p "$work"
 
 if [ -z "${GUARDPLAY:-}" ]; then
-    swift build -c release --product guard-play >/dev/null
+    swift build -c release --product guard-play -Xswiftc -warnings-as-errors >/dev/null
     GUARDPLAY=.build/release/guard-play
 fi
-swift build -c release --product SliceParseBench >/dev/null
+swift build -c release --product SliceParseBench -Xswiftc -warnings-as-errors >/dev/null
 parser=.build/release/SliceParseBench
 
 ff=(ffmpeg -hide_banner -loglevel error -y)
