@@ -66,7 +66,8 @@ public struct WatermarkDetectionAsset: Sendable {
         for (index, entry) in playlist.segments.enumerated() {
             let initURI = entry.map?["URI"]
             let fragmented = entry.map != nil
-            guard entry.byteRange == nil, !entry.uri.contains("/"), entry.uri.hasSuffix(fragmented ? ".a.m4s" : ".a.ts"),
+            guard entry.byteRange == nil, !entry.uri.contains("/"),
+                entry.uri.hasSuffix(fragmented ? ".a.m4s" : ".a.ts"),
                 let other = WatermarkManifest.variantURI(entry.uri, .b),
                 !fragmented || (initURI.map { !$0.isEmpty && !$0.contains("/") } ?? false)
             else {
