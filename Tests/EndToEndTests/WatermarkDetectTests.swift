@@ -192,7 +192,8 @@ import Testing
     /// Prints what the detector saw, for the record.
     private func record(_ name: String, _ report: [String: Any]) {
         let keys = [
-            "outcome", "session", "bestCandidate", "runnerUp", "segments", "bitErrorRate", "falseMatchProbability", "runnerUpBitErrorRate",
+            "outcome", "session", "bestCandidate", "runnerUp", "segments", "bitErrorRate", "falseMatchProbability",
+            "runnerUpBitErrorRate",
             "runnerUpFalseMatchProbability", "closeCandidates", "matchedPictures", "pictures", "mapping",
             "elapsedSeconds",
         ]
@@ -237,8 +238,10 @@ import Testing
         try expectNamesTheLeaker(try Self.shared.get().fragmentedCopy, "fMP4 re-encoded", asset: "fragmented")
     }
 
-    /// The leak the watermark exists for: the served stream played in a player window (ffplay, 640×360,
-    /// on its own Xvfb screen) and recorded with a real `ffmpeg -f x11grab` while it plays, in real time.
+    /// The leak the watermark exists for: the served stream played in GuardPlay's own player window (at the
+    /// video's 960×540, on its own Xvfb screen) and recorded with a real `ffmpeg -f x11grab` while it plays,
+    /// in real time. The player runs with `--capture-source none`, standing in for a recorder it does not
+    /// see: with its detectors on it would mask the window while ffmpeg grabs it.
     @Test
     func namesTheSessionOfAScreenRecordingOfAPlayerWindow() throws {
         let leak = try Self.shared.get()
@@ -248,8 +251,9 @@ import Testing
         func record(_ attempt: Int) throws -> PlayerWindowRecording {
             let directory = try TemporaryDirectory()
             return try PlayerWindowRecording.record(
-                leak.served, width: 640, height: 360, to: leak.scratch.path("window-\(attempt).mp4"),
-                directory: directory.url.path, timeout: 240)
+                leak.served, width: 960, height: 540, to: leak.scratch.path("window-\(attempt).mp4"),
+                directory: directory.url.path, timeout: 240,
+                player: [guardPlayBinary, leak.served, "--capture-source", "none", "--video-out", "window"])
         }
         var recording = try record(0)
         if abs(recording.duration - clipSeconds) > 3 {

@@ -4,12 +4,13 @@ import Foundation
 /// a window on a private Xvfb screen of the video's size, and a real `ffmpeg -f x11grab` records the
 /// window's region into a file, which is then cut to the frames that show a picture.
 ///
-/// The player is `ffplay`, FFmpeg's own player, not `guard-play`: GuardPlay's player masks its video while
-/// a recorder such as ffmpeg runs (that is the product working), so a recording of it shows the mask. The
-/// case the watermark is for is the one the player does not catch — a recorder it does not detect, or a
-/// client that does not protect at all — and a player with no capture detection is the honest stand-in
-/// for it. The stream is what the gateway serves the session (FFmpeg fetches the playlists, segments and
-/// key with the session's token and decrypts), so the recording carries that session's variants.
+/// The player is `ffplay`, FFmpeg's own player, unless a command is given (`guard-play` with
+/// `--capture-source none`, say): GuardPlay's player masks its video while a recorder such as ffmpeg runs
+/// (that is the product working), so a recording of it with its detectors on shows the mask. The case the
+/// watermark is for is the one the player does not catch — a recorder it does not detect, or a client that
+/// does not protect at all — and a player with no capture detection is the honest stand-in for it. The
+/// stream is what the gateway serves the session (FFmpeg fetches the playlists, segments and key with the
+/// session's token and decrypts), so the recording carries that session's variants.
 public struct PlayerWindowRecording {
     /// The recording cut to its picture: from the first frame that is not the black screen to the last.
     public let path: String
@@ -24,9 +25,12 @@ public struct PlayerWindowRecording {
     /// Plays `url` (a master playlist with the session's token, or a file) in a `width`×`height` window at
     /// the top left of a fresh Xvfb screen of that size, records the screen with x11grab while it plays
     /// (for at most `timeout` seconds), and writes the recording cut to its picture to `path`
-    /// (H.264, CRF 18). `directory` holds the raw grab and the tools' logs.
+    /// (H.264, CRF 18). `directory` holds the raw grab and the tools' logs. `player`, when given, is the
+    /// command that plays instead of ffplay: it must open a window that fills the screen (one the size of
+    /// the video, which the screen then is) and exit 0 at the end.
     public static func record(
-        _ url: String, width: Int, height: Int, to path: String, directory: String, timeout: Double = 120
+        _ url: String, width: Int, height: Int, to path: String, directory: String, timeout: Double = 120,
+        player command: [String]? = nil
     ) throws -> PlayerWindowRecording {
         let display = try VirtualDisplay(width: width, height: height)
         let raw = directory + "/grab.mkv"
@@ -43,14 +47,14 @@ public struct PlayerWindowRecording {
             throw SpawnError("x11grab did not start: \(log(directory + "/x11grab.log"))")
         }
         let player = try SpawnedProcess(
-            [
+            command ?? [
                 "/usr/bin/ffplay", "-loglevel", "error", "-autoexit", "-an", "-noborder", "-left", "0", "-top", "0",
                 "-x", "\(width)", "-y", "\(height)", url,
             ], environment: ["DISPLAY": display.name, "SDL_VIDEODRIVER": "x11", "SDL_AUDIODRIVER": "dummy"],
-            errors: directory + "/ffplay.log")
+            errors: directory + "/player.log")
         defer { player.end() }
         guard let status = player.wait(timeout: timeout), status == 0 else {
-            throw SpawnError("ffplay did not play \(url) to the end: \(log(directory + "/ffplay.log"))")
+            throw SpawnError("the player did not play \(url) to the end: \(log(directory + "/player.log"))")
         }
         // ffmpeg ends a grab on SIGINT by finishing the file (and exits 255, "received signal 2").
         recorder.signal(SIGINT)
