@@ -1,8 +1,10 @@
 import Foundation
 import HTTPTestSupport
+import PostgresTestSupport
 import Testing
 
 /// Acceptance 4: hostile requests against the built gateway; each gets a 4xx and the server stays up.
+/// Each runs on both stores (SQLite, and PostgreSQL as a several-node deployment runs).
 @Suite(.serialized, .timeLimit(.minutes(20))) struct GatewayHostileTests {
     struct Hostile: Sendable, CustomTestStringConvertible {
         let name: String
@@ -70,8 +72,9 @@ import Testing
         ),
     ]
 
-    @Test func refusesEachHostileRequestAndStaysUp() throws {
-        let server = try GatewayServer(["--header-timeout", "1s", "--max-body", "65536"])
+    @Test(arguments: StoreBackend.allCases) func refusesEachHostileRequestAndStaysUp(_ backend: StoreBackend) throws {
+        let server = try GatewayServer(
+            try backend.serveArguments() + ["--header-timeout", "1s", "--max-body", "65536"])
         let admin = try server.token("admin")
         for hostile in Self.requests {
             let client = try RawClient(port: server.port)
@@ -99,8 +102,10 @@ import Testing
         #expect(server.isRunning)
     }
 
-    @Test func answersASlowlorisClientWith408AndKeepsServingOthers() throws {
-        let server = try GatewayServer(["--header-timeout", "1s"])
+    @Test(arguments: StoreBackend.allCases) func answersASlowlorisClientWith408AndKeepsServingOthers(
+        _ backend: StoreBackend
+    ) throws {
+        let server = try GatewayServer(try backend.serveArguments() + ["--header-timeout", "1s"])
         let slow = try (0..<20).map { _ in try RawClient(port: server.port) }
         for client in slow { client.send("GET /livez HTTP/1.1\r\nHost: t\r\n") }
         var timedOut = 0
@@ -114,8 +119,10 @@ import Testing
         #expect(server.isUp)
     }
 
-    @Test func answersATrickledBodyWith408AndKeepsServingOthers() throws {
-        let server = try GatewayServer(["--body-timeout", "1s"])
+    @Test(arguments: StoreBackend.allCases) func answersATrickledBodyWith408AndKeepsServingOthers(
+        _ backend: StoreBackend
+    ) throws {
+        let server = try GatewayServer(try backend.serveArguments() + ["--body-timeout", "1s"])
         let admin = try server.token("admin")
         let trickler = try RawClient(port: server.port)
         trickler.send(
@@ -137,8 +144,10 @@ import Testing
         #expect(metrics.contains("guardplay_http_rejections_total{reason=\"body-timeout\"} 1"), "\(metrics)")
     }
 
-    @Test func refusesConnectionsOverThePerIPLimitAndKeepsServingOthers() throws {
-        let server = try GatewayServer(["--per-ip-connection-limit", "4"])
+    @Test(arguments: StoreBackend.allCases) func refusesConnectionsOverThePerIPLimitAndKeepsServingOthers(
+        _ backend: StoreBackend
+    ) throws {
+        let server = try GatewayServer(try backend.serveArguments() + ["--per-ip-connection-limit", "4"])
         // Four kept-alive connections, each answered once, so the server has counted them all.
         let held = try (0..<4).map { _ in try RawClient(port: server.port) }
         for client in held {
@@ -157,8 +166,10 @@ import Testing
         #expect(server.isRunning)
     }
 
-    @Test func limitsEachAddressTo128ConnectionsByDefault() throws {
-        let server = try GatewayServer()
+    @Test(arguments: StoreBackend.allCases) func limitsEachAddressTo128ConnectionsByDefault(_ backend: StoreBackend)
+        throws
+    {
+        let server = try GatewayServer(try backend.serveArguments())
         let held = try (0..<128).map { _ in try RawClient(port: server.port) }
         for client in held { client.send("GET /livez HTTP/1.1\r\nHost: t\r\n\r\n") }
         #expect(held.filter { $0.readResponse().status == 200 }.count == 128)
@@ -169,10 +180,10 @@ import Testing
         }
     }
 
-    @Test func answersABodyOfManyJSONMembersPromptly() throws {
+    @Test(arguments: StoreBackend.allCases) func answersABodyOfManyJSONMembersPromptly(_ backend: StoreBackend) throws {
         // 600,000 distinct members (7 MB) under an 8 MiB --max-body: a parser that scanned the earlier
         // members for each one would take hours; the answer must come within the read's deadline.
-        let server = try GatewayServer(["--max-body", "8388608"])
+        let server = try GatewayServer(try backend.serveArguments() + ["--max-body", "8388608"])
         let admin = try server.token("control")
         var body = "{"
         body.reserveCapacity(600_000 * 12)
@@ -187,8 +198,9 @@ import Testing
         #expect(server.isUp)
     }
 
-    @Test func survivesConnectionsThatVanishMidRequest() throws {
-        let server = try GatewayServer()
+    @Test(arguments: StoreBackend.allCases) func survivesConnectionsThatVanishMidRequest(_ backend: StoreBackend) throws
+    {
+        let server = try GatewayServer(try backend.serveArguments())
         for index in 0..<50 {
             let client = try RawClient(port: server.port)
             client.send(

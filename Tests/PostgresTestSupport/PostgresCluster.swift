@@ -142,3 +142,19 @@ public final class PostgresCluster: Sendable {
         ] + command
     }
 }
+
+/// The two stores a test can run the gateway and the store on: SQLite under the data directory, or
+/// PostgreSQL, a new database of the test's own on the shared cluster.
+public enum StoreBackend: String, CaseIterable, Sendable {
+    case sqlite
+    case postgres
+
+    /// `guard-play serve`'s store options for a new store of this kind: none for SQLite (the default,
+    /// under `--data`), `--store URL` of a new database for PostgreSQL.
+    public func serveArguments() throws -> [String] {
+        switch self {
+        case .sqlite: []
+        case .postgres: ["--store", try PostgresCluster.shared.get().createDatabase()]
+        }
+    }
+}

@@ -6,11 +6,10 @@ import Testing
 @testable import Store
 
 /// The two databases every store test runs against.
-enum Backend: String, CaseIterable, CustomTestStringConvertible {
-    case sqlite
-    case postgres
+typealias Backend = StoreBackend
 
-    var testDescription: String { rawValue }
+extension StoreBackend: CustomTestStringConvertible {
+    public var testDescription: String { rawValue }
 }
 
 /// A fresh store: SQLite in a temporary directory, removed when released, or a new database of its
