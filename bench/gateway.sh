@@ -9,7 +9,12 @@
 #     follows a 2-second warm-up of the same configuration that is not counted; the goals are judged on
 #     each configuration's median, and the spread over the rounds is printed beside it;
 #   - then the gateway's RSS sampled through a longer mixed run (keys and segments), which should stay flat.
-# Usage: [ROUNDS=3] bench/gateway.sh [seconds per comparison run, default 15] [seconds of the RSS run, default 60] [nodes]
+# Usage: [ROUNDS=3] [AUTOGROUP=off] bench/gateway.sh [seconds per comparison run, default 15] [seconds of the RSS run, default 60] [nodes]
+# AUTOGROUP=off (as root) turns the kernel's autogroup scheduling off for the run and back on at the end:
+# with it on, every session gets an equal share of the cores, and PostgreSQL makes each of its backends
+# a session of its own, so on two shared cores each busy backend weighs as much as the nodes and wrk
+# together; that, not the gateway, made the nodes' rounds spread and two nodes' p99 reach 100–200 ms
+# (docs/PERFORMANCE.md). A deployment under systemd puts each service in a cgroup of its own instead.
 # Needs: the release build (made here), ffmpeg, nginx, wrk, curl; for `nodes`, Debian's postgresql.
 # Results go in docs/PERFORMANCE.md.
 set -euo pipefail
@@ -33,12 +38,17 @@ mkdir -p "$work"/imports "$work"/nginx/www "$work"/nginx/logs "$work"/nginx/temp
 work=$(cd "$work" && pwd)
 export GUARDPLAY_KEK=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
+autogroup=/proc/sys/kernel/sched_autogroup_enabled
+autogroup_before=$(cat "$autogroup" 2>/dev/null || echo unknown)
 pids=()
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
+    if [ "${AUTOGROUP:-}" = off ] && [ "$autogroup_before" = 1 ]; then echo 1 > "$autogroup"; fi
 }
 trap cleanup EXIT
+if [ "${AUTOGROUP:-}" = off ] && [ "$autogroup_before" = 1 ]; then echo 0 > "$autogroup"; fi
+echo "kernel.sched_autogroup_enabled during the run: $(cat "$autogroup" 2>/dev/null || echo unknown)"
 
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
@@ -240,17 +250,27 @@ if [ "$nodes" = nodes ]; then
         awk -v a="$a_rps" -v b="$b_rps" -v p="$a_p99" -v q="$b_p99" 'BEGIN {print a + b, (p > q ? p : q)}'
     }
 
+    # All CPU time, iowait and steal so far (jiffies, /proc/stat's first line): over a run, a share of
+    # steal (the host running something else on this VM's cores) or iowait says the machine slowed
+    # that round, not the configuration.
+    cpu_times() { awk '/^cpu / {print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $6, $9}' /proc/stat; }
+    share() { awk -v part="$1" -v all="$2" 'BEGIN {printf "%.1f", (all > 0 ? 100 * part / all : 0)}'; }
+
     rounds=${ROUNDS:-3}
     order=(sqlite pg two)
     : > "$work/rounds.txt"
-    printf '\n%-6s %-10s %12s %10s\n' "round" "config" "requests/s" "p99 ms"
+    printf '\n%-6s %-10s %12s %10s %8s %9s\n' "round" "config" "requests/s" "p99 ms" "steal %" "iowait %"
     for round in $(seq "$rounds"); do
         for k in 0 1 2; do
             config=${order[$(( (round - 1 + k) % 3 ))]}
+            read -r all_before wait_before steal_before <<< "$(cpu_times)"
             read -r rps p99 <<< "$(run_"$config")"
+            read -r all_after wait_after steal_after <<< "$(cpu_times)"
             [ -n "$p99" ] || { echo "round $round, $config: the run failed" >&2; exit 1; }
             echo "$round $config $rps $p99" >> "$work/rounds.txt"
-            printf '%-6s %-10s %12.0f %10.2f\n' "$round" "$config" "$rps" "$p99"
+            printf '%-6s %-10s %12.0f %10.2f %8s %9s\n' "$round" "$config" "$rps" "$p99" \
+                "$(share $((steal_after - steal_before)) $((all_after - all_before)))" \
+                "$(share $((wait_after - wait_before)) $((all_after - all_before)))"
         done
     done
     # Median (and min–max) of column $2 (3 requests/s, 4 p99) for configuration $1.
