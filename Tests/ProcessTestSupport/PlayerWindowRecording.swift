@@ -66,7 +66,7 @@ public struct PlayerWindowRecording {
             "/usr/bin/ffmpeg",
             [
                 "-nostdin", "-loglevel", "error", "-i", raw, "-vf", "trim=start_frame=\(first):end_frame=\(last + 1)",
-                "-c:v", "libx264", "-crf", "18", "-pix_fmt", "yuv420p", "-y", path,
+                "-fps_mode", "passthrough", "-c:v", "libx264", "-crf", "18", "-pix_fmt", "yuv420p", "-y", path,
             ])
         guard cut.status == 0 else { throw SpawnError("cutting the recording failed: \(cut.errors)") }
         return PlayerWindowRecording(path: path, frames: last - first + 1)
@@ -81,13 +81,15 @@ public struct PlayerWindowRecording {
         return (first, last)
     }
 
-    /// Every frame of `file` as `width`×`height` 8-bit grey levels (FFmpeg's scaler, area averaging).
+    /// Every frame of `file` as `width`×`height` 8-bit grey levels (FFmpeg's scaler, area averaging), each
+    /// once: `-fps_mode passthrough`, as for the cut, or FFmpeg would repeat frames to fill the gaps a
+    /// loaded x11grab leaves in its timestamps (one CI run counted 301 frames in a cut of 300).
     public static func thumbnails(_ file: String, width: Int = 32, height: Int = 18) throws -> [[UInt8]] {
         let result = try runTool(
             "/usr/bin/ffmpeg",
             [
                 "-nostdin", "-loglevel", "error", "-i", file, "-an", "-vf",
-                "scale=\(width):\(height):flags=area,format=gray", "-f", "rawvideo", "-",
+                "scale=\(width):\(height):flags=area,format=gray", "-fps_mode", "passthrough", "-f", "rawvideo", "-",
             ])
         guard result.status == 0 else { throw SpawnError("decoding \(file) failed: \(result.errors)") }
         let size = width * height
