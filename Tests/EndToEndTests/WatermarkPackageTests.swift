@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import MediaFormats
 import Testing
 
 @testable import Packager
@@ -66,6 +68,62 @@ import Testing
         arguments += ["-force_key_frames", "expr:gte(t,n_forced*2)", output]
         let result = try ffmpeg(arguments, timeout: 600)
         try #require(result.status == 0, "\(result.stderr)")
+    }
+
+    /// The detector reads the variants of the encrypted layouts its naming tests do not cover to the same
+    /// pictures as the files decrypted by other tools: `openssl enc -d -aes-128-cbc` with the playlist's IV
+    /// for AES-128 (MPEG-TS, and fMP4 behind its init segment), FFmpeg's MP4 demuxer for `cenc`. With
+    /// the wrong key it reads other pictures, or none.
+    @Test(arguments: [("ts", "aes-128"), ("fmp4", "aes-128"), ("fmp4", "cenc")])
+    func theDetectorDecryptsEachLayoutsVariantsAsOtherToolsDo(container: String, encryption: String) throws {
+        let directory = try TemporaryDirectory()
+        let output = directory.path("out")
+        let packaged = try guardPlay(
+            [
+                "package", fixture("clip.mp4"), "--out", output, "--container", container, "--encryption", encryption,
+                "--key", testKey, "--watermark", "ab", "--watermark-key", Self.key, "--segment-duration", "2",
+                "--quiet",
+            ], timeout: 600)
+        try #require(packaged.status == 0, "\(packaged.stderr)")
+        let key = try #require([UInt8](hex: testKey))
+        let asset = try #require(try WatermarkDetectionAsset.load(directory: output) { _ in key })
+        #expect(asset.segments.count == 5)
+        let playlist = try ParsedMediaPlaylist(
+            String(contentsOfFile: output + "/video.m3u8", encoding: .utf8), name: "video.m3u8")
+        let scratch = directory.path("scratch")
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let segment = asset.segments[1]
+        for variant in [WatermarkVariant.a, .b] {
+            let file = segment.file(variant)
+            var clear = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
+            if encryption == "aes-128" {
+                let iv = try #require(playlist.segments[1].key?["IV"]).dropFirst(2)
+                let decrypted = directory.path("decrypted-\(variant.rawValue)")
+                let openssl = try run(
+                    "/usr/bin/openssl",
+                    ["enc", "-d", "-aes-128-cbc", "-K", testKey, "-iv", String(iv), "-in", file, "-out", decrypted])
+                try #require(openssl.status == 0, "\(openssl.stderr)")
+                clear = [UInt8](try Data(contentsOf: URL(fileURLWithPath: decrypted)))
+            }
+            if container == "fmp4" {
+                clear = [UInt8](try Data(contentsOf: URL(fileURLWithPath: output + "/video_init.mp4"))) + clear
+            }
+            var reference = directory.path("reference-\(variant.rawValue).\(container == "ts" ? "ts" : "mp4")")
+            try Data(clear).write(to: URL(fileURLWithPath: reference))
+            if encryption == "cenc" {
+                let remuxed = directory.path("remuxed-\(variant.rawValue).mp4")
+                let result = try ffmpeg(["-decryption_key", testKey, "-i", reference, "-c", "copy", remuxed])
+                try #require(result.status == 0, "\(result.stderr)")
+                reference = remuxed
+            }
+            let expected = try WatermarkBlockMeans(path: reference)
+            let read = try asset.blockMeans(segment, variant, scratch: scratch)
+            #expect(read.frames.count == 60 && read.frames == expected.frames, "\(variant): \(read.frames.count)")
+            let wrong = try #require(
+                try WatermarkDetectionAsset.load(directory: output) { _ in key.map { $0 ^ 0x5a } })
+            let misread = try? wrong.blockMeans(wrong.segments[1], variant, scratch: scratch)
+            #expect(misread.map { $0.frames != expected.frames } ?? true, "\(variant) with the wrong key")
+        }
     }
 
     @Test func writesTheContractLayout() throws {
