@@ -9,7 +9,9 @@
 # no audio). The gateway is stopped before the timed runs; the detector reads its store and keys.
 #
 # Prints the median wall time of RUNS interleaved runs of each, the detector's ratio to real time and to
-# the decode, the load average, and the detector's JSON (which must name the first session).
+# the decode, the load average, and the detector's JSON (which must name the first session). Then, once
+# and untimed, the collusion attack: the first and second sessions' streams averaged picture by picture
+# and re-encoded the same way; what the detector says of that copy (it must not name a third session).
 # The input is generated once into bench/work/ (gitignored): DURATION s (300) of 1280×720 at 30 fps
 # (testsrc2, libx264 at CRF 16) with AAC; the gateway's data and the copy are made afresh each run.
 #
@@ -82,12 +84,21 @@ echo "creating $sessions sessions…" >&2
 first=$(api -X POST "$base/v1/sessions" -d '{"asset":"long"}')
 session=$(jq -r .id <<<"$first")
 session_token=$(jq -r .token <<<"$first")
-for _ in $(seq 2 "$sessions"); do api -X POST "$base/v1/sessions" -d '{"asset":"long"}' >/dev/null; done
+second=$(api -X POST "$base/v1/sessions" -d '{"asset":"long"}')
+accomplice=$(jq -r .id <<<"$second")
+accomplice_token=$(jq -r .token <<<"$second")
+for _ in $(seq 3 "$sessions"); do api -X POST "$base/v1/sessions" -d '{"asset":"long"}' >/dev/null; done
 
-echo "recording session $session's stream through the gateway, re-encoded…" >&2
+echo "fetching sessions $session's and $accomplice's streams through the gateway, then re-encoding…" >&2
+# FFmpeg decrypts the video as it fetches it (it cannot read SAMPLE-AES TS audio renditions, hence -map).
+"${ff[@]}" -i "$base/v1/hls/long/master.m3u8?token=$session_token" -map 0:v -c copy "$run/served.ts" 2>>"$run/fetch.log"
+"${ff[@]}" -i "$base/v1/hls/long/master.m3u8?token=$accomplice_token" -map 0:v -c copy "$run/accomplice.ts" \
+    2>>"$run/fetch.log"
 copy="$run/copy.mp4"
-"${ff[@]}" -i "$base/v1/hls/long/master.m3u8?token=$session_token" -an -c:v libx264 -preset veryfast -crf 23 \
-    -pix_fmt yuv420p "$copy"
+"${ff[@]}" -i "$run/served.ts" -an -c:v libx264 -preset veryfast -crf 23 -pix_fmt yuv420p "$copy"
+colluded="$run/colluded.mp4"
+"${ff[@]}" -i "$run/served.ts" -i "$run/accomplice.ts" -filter_complex "[0:v][1:v]blend=all_expr='(A+B)/2'" \
+    -an -c:v libx264 -preset veryfast -crf 23 -pix_fmt yuv420p "$colluded"
 kill "${pids[0]}"
 wait "${pids[0]}" 2>/dev/null || true
 pids=()
@@ -112,3 +123,11 @@ printf '%-44s %8s s   (runs: %s)\n' "guard-play watermark detect" "$w" "${detect
 echo "detect / real time: $(echo "scale=3; $w / $copy_seconds" | bc) (goal < 1); detect / decode: $(echo "scale=2; $w / $d" | bc)×"
 echo "detector (session $session expected): $(cat "$run/detect.json")"
 [ "$(jq -r .session "$run/detect.json")" = "$session" ] || { echo "the detector did not name $session" >&2; exit 1; }
+
+"$guardplay" watermark detect "$colluded" --asset long --data "$run/data" --json > "$run/colluded.json" || true
+echo "collusion ($session and $accomplice averaged): $(jq -c '{outcome, session, bestCandidate, runnerUp, segments,
+    bitsRead, bitErrorRate, falseMatchProbability, runnerUpBitErrorRate, runnerUpFalseMatchProbability}' \
+    "$run/colluded.json")"
+named=$(jq -r .session "$run/colluded.json")
+[ "$named" = null ] || [ "$named" = "$session" ] || [ "$named" = "$accomplice" ] ||
+    { echo "the detector named $named, neither colluder" >&2; exit 1; }

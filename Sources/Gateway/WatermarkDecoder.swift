@@ -14,9 +14,11 @@ public struct WatermarkIdentification: Sendable, Equatable {
     public let bitsRead: Int
     /// The best candidate's share of read bits that disagree with the copy.
     public let bitErrorRate: Double
-    /// The chance that a copy carrying no candidate's codeword agrees with one of them this well: the
-    /// binomial tail P[Bin(bitsRead, ½) ≥ agreements] times the number of candidates (a union bound),
-    /// at most 1.
+    /// The chance that a copy carrying no candidate's codeword agrees with one of them this well, a union
+    /// bound over the candidates (their number times the chance for one), at most 1. The chance for one is
+    /// twice the smaller of two bounds: the binomial tail P[Bin(bitsRead, ½) ≥ agreements] of the hard
+    /// decisions, and Hoeffding's bound exp(−C² / 2Σs²) on the soft correlation C of the bits' scores s
+    /// (which a segment whose mark cancelled, as in an average of two sessions' copies, barely moves).
     public let falseMatchProbability: Double
     /// False when fewer than `WatermarkDecoder.minimumBits` bits were read.
     public let enoughMaterial: Bool
@@ -35,6 +37,11 @@ public struct WatermarkIdentification: Sendable, Equatable {
 /// asset's codeword positions (summing the repeats), correlates them with each candidate session's
 /// codeword (soft decisions: maximum likelihood among the candidates), and accepts the best only when
 /// its false-match probability is at most `threshold`.
+///
+/// Two sessions' copies averaged cancel the mark wherever their codewords differ: those bits read as
+/// noise near zero. Counting agreeing bits treats them as coin flips and names nobody; the soft bound
+/// weighs each bit by its score, so with enough segments the decoder names one of the two (never a
+/// third: for a session whose codeword the copy does not carry, both bounds hold whatever the scores).
 public struct WatermarkDecoder: Sendable {
     /// The watermark the sessions were served under.
     public let watermark: SessionWatermark
@@ -85,27 +92,37 @@ public struct WatermarkDecoder: Sendable {
             }
         }
         let enough = read.count >= Self.minimumBits
+        let energy = read.reduce(0.0) { $0 + soft[$1] * soft[$1] }
         guard let best, !read.isEmpty else {
             return WatermarkIdentification(
                 session: nil, bestCandidate: nil, segments: segments, bitsRead: read.count, bitErrorRate: 0.5,
                 falseMatchProbability: 1, enoughMaterial: enough)
         }
-        func falseMatch(_ agreements: Int) -> Double {
-            min(1, Double(candidates.count) * Self.binomialTail(trials: read.count, atLeast: agreements))
+        func falseMatch(_ candidate: (session: String, correlation: Double, agreements: Int)) -> Double {
+            let hard = Self.binomialTail(trials: read.count, atLeast: candidate.agreements)
+            let soft = Self.correlationTail(candidate.correlation, energy: energy)
+            return min(1, Double(candidates.count) * 2 * min(hard, soft))
         }
         var found = WatermarkIdentification(
-            session: enough && falseMatch(best.agreements) <= threshold ? best.session : nil,
+            session: enough && falseMatch(best) <= threshold ? best.session : nil,
             bestCandidate: best.session, segments: segments, bitsRead: read.count,
             bitErrorRate: Double(read.count - best.agreements) / Double(read.count),
-            falseMatchProbability: falseMatch(best.agreements), enoughMaterial: enough)
+            falseMatchProbability: falseMatch(best), enoughMaterial: enough)
         found.candidates = candidates.count
         found.closeCandidates = max(0, close - (4 * (read.count - best.agreements) <= read.count ? 1 : 0))
         if let second {
             found.runnerUp = second.session
             found.runnerUpBitErrorRate = Double(read.count - second.agreements) / Double(read.count)
-            found.runnerUpFalseMatchProbability = falseMatch(second.agreements)
+            found.runnerUpFalseMatchProbability = falseMatch(second)
         }
         return found
+    }
+
+    /// Hoeffding's bound on P[Σ sᵢεᵢ ≥ correlation] for fair random signs εᵢ and scores whose squares sum
+    /// to `energy`: exp(−correlation² / 2·energy), and 1 for a correlation of 0 or less.
+    static func correlationTail(_ correlation: Double, energy: Double) -> Double {
+        guard correlation > 0, energy > 0 else { return 1 }
+        return exp(-correlation * correlation / (2 * energy))
     }
 
     /// P[Bin(trials, ½) ≥ atLeast], exact for up to 64 trials (binomial coefficients in Double).

@@ -137,6 +137,50 @@ import Testing
         #expect(elsewhere.session == nil, "\(elsewhere)")
     }
 
+    /// Two sessions' copies averaged: where their variants agree the score keeps its size, where they
+    /// differ the marks cancel and only noise is left. The decoder names one of the two or nobody, never a
+    /// third session. For the first pair (codewords 34 or more bits apart, this noise), counting agreeing
+    /// bits would name nobody among a thousand, and the soft bound names one of them.
+    @Test func anAverageOfTwoSessionsCopiesNamesOneOfThemOrNobody() throws {
+        let decoder = WatermarkDecoder(watermark: Self.watermark)
+        var generator = SplitMix(seed: 7)
+        for first in ["session-10", "session-250"] {
+            let second = try #require(
+                Self.candidates.first {
+                    (Self.watermark.codeword(session: first) ^ Self.watermark.codeword(session: $0))
+                        .nonzeroBitCount >= 34
+                })
+            let a = Self.scores(session: first, segments: 64)
+            let b = Self.scores(session: second, segments: 64)
+            var averaged: [Int: Double] = [:]
+            for index in 0..<64 {
+                let noise = (Double(generator.next() % 2001) / 1000 - 1) * 0.05
+                averaged[index] = (a[index]! + b[index]!) / 2 + noise
+            }
+            let result = decoder.identify(scores: averaged, asset: "clip", candidates: Self.candidates)
+            #expect(result.session == nil || [first, second].contains(result.session!), "\(result)")
+            #expect([first, second].contains(result.bestCandidate ?? ""), "\(result)")
+            // Neither colluder among the candidates: nobody is named.
+            let others = Self.candidates.filter { $0 != first && $0 != second }
+            let framed = decoder.identify(scores: averaged, asset: "clip", candidates: others)
+            #expect(framed.session == nil, "\(framed)")
+            guard first == "session-10" else { continue }
+            #expect(result.session != nil && result.falseMatchProbability < decoder.threshold, "\(result)")
+            let agreements = Int((Double(result.bitsRead) * (1 - result.bitErrorRate)).rounded())
+            let hardOnly =
+                Double(Self.candidates.count)
+                * WatermarkDecoder.binomialTail(trials: result.bitsRead, atLeast: agreements)
+            #expect(hardOnly > decoder.threshold, "\(hardOnly) \(result)")
+        }
+    }
+
+    @Test func correlationTailIsHoeffdingsBound() {
+        #expect(WatermarkDecoder.correlationTail(0, energy: 4) == 1)
+        #expect(WatermarkDecoder.correlationTail(-3, energy: 4) == 1)
+        #expect(WatermarkDecoder.correlationTail(2, energy: 0) == 1)
+        #expect(abs(WatermarkDecoder.correlationTail(4, energy: 2) - exp(-4)) < 1e-15)
+    }
+
     @Test func tooFewSegmentsAreNotEnoughMaterial() {
         let decoder = WatermarkDecoder(watermark: Self.watermark)
         let few = decoder.identify(
