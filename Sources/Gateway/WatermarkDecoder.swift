@@ -39,9 +39,9 @@ public struct WatermarkIdentification: Sendable, Equatable {
 /// its false-match probability is at most `threshold`.
 ///
 /// Two sessions' copies averaged cancel the mark wherever their codewords differ: those bits read as
-/// noise near zero. Counting agreeing bits treats them as coin flips and names nobody; the soft bound
-/// weighs each bit by its score, so with enough segments the decoder names one of the two (never a
-/// third: for a session whose codeword the copy does not carry, both bounds hold whatever the scores).
+/// noise near zero. Counting agreeing bits treats them as coin flips; the soft bound weighs each bit by
+/// its score, so it can name one of the two where the count cannot. It never names a third: for a
+/// session whose codeword the copy does not carry, both bounds hold whatever the scores.
 public struct WatermarkDecoder: Sendable {
     /// The watermark the sessions were served under.
     public let watermark: SessionWatermark
