@@ -5,9 +5,11 @@ import Testing
 
 /// `guard-play watermark detect`: a 66-second clip packaged with `--watermark ab` (2-second segments)
 /// and served by a real gateway to 1000 sessions of its asset; the stream one session fetched over
-/// loopback (FFmpeg decrypting SAMPLE-AES through the gateway's key endpoint) is re-encoded, scaled
-/// and cropped, and the detector must name that session and no other. Copies of another asset's session
-/// and a clear encode match nobody; a still, audio and too short a copy get their own exit codes.
+/// loopback (FFmpeg decrypting SAMPLE-AES through the gateway's key endpoint) is re-encoded, scaled,
+/// cropped, and recorded from GuardPlay's player window with x11grab, and the detector must name that
+/// session and no other; so too for the same clip packaged as fMP4 `cbcs`. Two sessions' streams
+/// averaged name one of them or nobody. Copies of another asset's session and a clear encode match
+/// nobody; a still, audio and too short a copy get their own exit codes.
 @Suite(.timeLimit(.minutes(20))) struct WatermarkDetectTests {
     static let kid = "0a1b2c3d4e5f60718293a4b5c6d7e8f9"
     static let otherKID = "f9e8d7c6b5a4938271605f4e3d2c1b0a"
