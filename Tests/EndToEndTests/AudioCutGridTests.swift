@@ -6,7 +6,7 @@ import Testing
 /// frames of 1024 samples: 87 frames, 2.020 s, for 2 s), so cut from each segment's start the audio's
 /// boundaries drifted 20 ms a segment from the video's, and a rotated asset lost its MPD once a key
 /// period's audio started more than 0.1 s off the video's (segment 6: 0.12 s).
-@Suite(.timeLimit(.minutes(20))) struct AudioCutGridTests {
+@Suite(.timeLimit(.minutes(30))) struct AudioCutGridTests {
     /// `tfdt`'s base media decode time in a segment file (`moof` → `traf` → `tfdt`).
     static func baseDecodeTime(_ path: String) throws -> Int {
         let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))

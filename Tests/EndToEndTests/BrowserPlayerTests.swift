@@ -71,7 +71,7 @@ struct RGBPicture {
 /// itself: the video element's state, its decoded-frame count, and screenshots from Chromium's
 /// compositor (canvas readback of EME video gives black in Chromium, even with Clear Key), compared
 /// with FFmpeg's decode of the source.
-@Suite(.serialized, .timeLimit(.minutes(20)), .enabled(if: Chromium.unavailableReason == nil))
+@Suite(.serialized, .timeLimit(.minutes(30)), .enabled(if: Chromium.unavailableReason == nil))
 struct BrowserPlayerTests {
     /// The mask's colour (player.css).
     static let mask: (UInt8, UInt8, UInt8) = (16, 20, 24)

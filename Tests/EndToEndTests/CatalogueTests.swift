@@ -4,7 +4,7 @@ import Testing
 /// `guard-play catalogue`, the pipeline media teams run in CI: it packages and verifies every file under a
 /// directory, reports each as JSON and JUnit, keeps keys out of the published tree, fails the run on any
 /// file that does not make it, and gives the same results with files run in parallel.
-@Suite(.timeLimit(.minutes(20))) struct CatalogueTests {
+@Suite(.timeLimit(.minutes(30))) struct CatalogueTests {
     /// Two good fixtures (one in a subdirectory), a truncated MP4 and a text note.
     private func makeMedia(in directory: TemporaryDirectory) throws -> String {
         let media = directory.path("media")

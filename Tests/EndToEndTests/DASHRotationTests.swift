@@ -7,7 +7,7 @@ import Testing
 /// that period's key (`-decryption_key`) and, in order, give the source's frames; a neighbouring
 /// period's key gives none. FFmpeg's dash demuxer handles one Period only (the longest, the last of
 /// equals): it opens the rotated MPD and decrypts that Period to the source's frames there.
-@Suite(.timeLimit(.minutes(20))) struct DASHRotationTests {
+@Suite(.timeLimit(.minutes(30))) struct DASHRotationTests {
     /// Parses an MPD (argv[1]) and prints its Periods as JSON: start and duration in seconds, and per
     /// adaptation set the protection descriptors, the init segment and the media URLs the
     /// SegmentTemplate and SegmentTimeline give, with each segment's start and duration.

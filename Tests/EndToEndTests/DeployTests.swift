@@ -5,7 +5,7 @@ import Testing
 
 /// The files in deploy/: the systemd unit, the example configuration, and the nginx front, each
 /// checked by the tool that will read it, and nginx once for real on loopback.
-@Suite(.serialized, .timeLimit(.minutes(20))) struct DeployTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct DeployTests {
     static let deploy = repositoryRoot.appendingPathComponent("deploy")
 
     @Test func theExampleConfigurationIsAccepted() throws {

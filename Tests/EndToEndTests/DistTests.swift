@@ -43,7 +43,7 @@ enum Dist {
 
 /// `make dist`: a tarball and a .deb whose binary needs no Swift toolchain, a Depends: derived from the
 /// binary's NEEDED entries, the man page, completions, unit and examples in both, and SHA256SUMS.
-@Suite(.serialized, .timeLimit(.minutes(20))) struct DistTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct DistTests {
     @Test func theDebsDependsIsWhatTheBinarysNeededEntriesResolveTo() throws {
         let dist = try Dist.artefacts.get()
         let directory = try TemporaryDirectory()

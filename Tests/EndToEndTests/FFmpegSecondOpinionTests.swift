@@ -11,7 +11,7 @@ import Testing
 /// one; the first AC-3/E-AC-3 frame from TS differs even in a clear package. FFmpeg exits 0 even when
 /// it cannot decrypt (without `-allowed_extensions ALL` it passes the video through encrypted), so
 /// only frame counts and hashes are compared, never exit codes.
-@Suite(.timeLimit(.minutes(20))) struct FFmpegSecondOpinionTests {
+@Suite(.timeLimit(.minutes(30))) struct FFmpegSecondOpinionTests {
     /// One expectation: the stream's media type, the offset into the reference, and the counts.
     struct Expected: Sendable, CustomStringConvertible {
         var mediaType: String

@@ -10,7 +10,7 @@ import Testing
 ///
 /// FFmpeg leaves the last access unit of an HLS stream encrypted (its read-ahead gap, see
 /// `FFmpegSecondOpinionTests`), so the last frame is not judged.
-@Suite(.timeLimit(.minutes(20))) struct FlickerPackageTests {
+@Suite(.timeLimit(.minutes(30))) struct FlickerPackageTests {
     /// The still's size, as `media/make-fixtures.sh` makes it.
     static let side = 320
 

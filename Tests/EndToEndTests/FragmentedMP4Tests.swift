@@ -10,7 +10,7 @@ import Testing
 /// samples in encryption info", with Bento4's output too; shared/reference/sample-aes.md §4.2), so the
 /// concatenated file is read with `-seekable 0`. The source's AAC edit list drops the encoder's priming
 /// frame, which the packaged track (no edit list) keeps, hence one more audio frame and an offset of one.
-@Suite(.timeLimit(.minutes(20))) struct FragmentedMP4Tests {
+@Suite(.timeLimit(.minutes(30))) struct FragmentedMP4Tests {
     /// The init segment and every segment of `playlist` in `output`, concatenated into one file.
     func concatenated(_ output: String, _ name: String, into path: String) throws -> String {
         let text = try String(contentsOfFile: output + "/\(name).m3u8", encoding: .utf8)

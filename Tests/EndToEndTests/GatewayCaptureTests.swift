@@ -3,7 +3,7 @@ import HTTPTestSupport
 import Testing
 
 /// Acceptance 3: capture state over Server-Sent Events, leases, and deny-keys-while-capturing.
-@Suite(.serialized, .timeLimit(.minutes(20))) struct GatewayCaptureTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct GatewayCaptureTests {
     func report(_ server: GatewayServer, session: String, token: String, capturing: Bool, seq: Int) throws
         -> RawResponse
     { try server.reportCapture(session: session, token: token, capturing: capturing, seq: seq) }

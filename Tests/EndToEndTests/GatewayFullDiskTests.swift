@@ -5,7 +5,7 @@ import Testing
 
 /// Issue 9 §2 on a real full disk: the gateway's `--data` on a 4 MiB tmpfs, filled to its last block
 /// while the gateway runs. Mounting needs root, as CI and the developers' machines run the tests.
-@Suite(.serialized, .timeLimit(.minutes(20))) struct GatewayFullDiskTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct GatewayFullDiskTests {
     @Test func aFullDiskRefusesNewSessionsWith503AndStillGrantsKeysToValidOnes() throws {
         try #require(getuid() == 0, "mounting a tmpfs needs root")
         let mountPoint = try TemporaryDirectory()

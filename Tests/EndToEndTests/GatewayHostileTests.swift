@@ -5,7 +5,7 @@ import Testing
 
 /// Acceptance 4: hostile requests against the built gateway; each gets a 4xx and the server stays up.
 /// Each runs on both stores (SQLite, and PostgreSQL as a several-node deployment runs).
-@Suite(.serialized, .timeLimit(.minutes(20))) struct GatewayHostileTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct GatewayHostileTests {
     struct Hostile: Sendable, CustomTestStringConvertible {
         let name: String
         let status: Int

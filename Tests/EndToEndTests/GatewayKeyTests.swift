@@ -4,7 +4,7 @@ import Testing
 
 /// Acceptance 2 (key auth) and AES-128 playback through the gateway, over real loopback sockets
 /// against the built `guard-play serve`.
-@Suite(.serialized, .timeLimit(.minutes(20))) struct GatewayKeyTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct GatewayKeyTests {
     @Test func refusesKeysWithoutAValidTokenAndSaysWhy() throws {
         let server = try GatewayServer()
         let admin = try server.token("admin")

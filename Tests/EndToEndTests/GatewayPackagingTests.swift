@@ -5,7 +5,7 @@ import Testing
 
 /// Acceptance 1 (streaming end to end) and the packaging half of acceptance 5 (kill -9 during a job):
 /// packaging through the API with the in-process SAMPLE-AES packager, over loopback.
-@Suite(.serialized, .timeLimit(.minutes(20))) struct GatewayPackagingTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct GatewayPackagingTests {
     @Test func ffmpegPlaysTheSampleAESStreamPackagedThroughTheAPI() throws {
         let server = try GatewayServer()
         let admin = try server.token("admin")

@@ -7,7 +7,7 @@ import Testing
 /// Several `guard-play serve` processes on one PostgreSQL database (`--store`), as nodes behind a
 /// load balancer: the state outlives a restart, any node serves any session, and revocations and
 /// capture reports reach every node within a second.
-@Suite(.serialized, .timeLimit(.minutes(20))) struct GatewayPostgresTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct GatewayPostgresTests {
     /// A new database on the test process's cluster.
     func database() throws -> String { try PostgresCluster.shared.get().createDatabase() }
 

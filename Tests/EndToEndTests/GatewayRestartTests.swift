@@ -6,7 +6,7 @@ import Testing
 
 /// Acceptance 5 (restarts), for the parts that need no packager: the store survives `kill -9` under
 /// load, keys still decrypt, and sessions and tokens are kept.
-@Suite(.serialized, .timeLimit(.minutes(20))) struct GatewayRestartTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct GatewayRestartTests {
     @Test func survivesKill9UnderLoadWithKeysSessionsAndAuditIntact() throws {
         let server = try GatewayServer()
         let admin = try server.token("admin")

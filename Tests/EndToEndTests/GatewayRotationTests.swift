@@ -7,7 +7,7 @@ import Testing
 /// stored (wrapped) and served to the asset's sessions only, the playlists rewritten per session for
 /// every key line, fMP4 init segments and segments served with ranges, all of it again after a restart;
 /// and the capture policy refusing a later period's key to a session that started capturing.
-@Suite(.serialized, .timeLimit(.minutes(20))) struct GatewayRotationTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct GatewayRotationTests {
     func report(_ server: GatewayServer, session: String, token: String, capturing: Bool, seq: Int) throws
         -> RawResponse
     { try server.reportCapture(session: session, token: token, capturing: capturing, seq: seq) }

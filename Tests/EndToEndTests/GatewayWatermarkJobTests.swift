@@ -6,7 +6,7 @@ import Testing
 /// Packaging jobs with `"watermark": "ab"` and `"segmentDuration"`, as `guard-play package --watermark ab
 /// --segment-duration` takes them: the job's output is served per session like an imported watermarked
 /// asset, over loopback.
-@Suite(.serialized, .timeLimit(.minutes(20))) struct GatewayWatermarkJobTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct GatewayWatermarkJobTests {
     /// The segment URIs of a playlist's text.
     private func uris(_ playlist: String) -> [String] {
         playlist.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("#") && !$0.isEmpty }

@@ -4,7 +4,7 @@ import Testing
 /// HEVC input packaged to CMAF (`hvc1` + `hvcC`, `cbcs` or `cenc`), checked by FFmpeg 5.1 with no
 /// GuardPlay code on the checking side, by `verify` against the source, and refused where it must be.
 /// The fixtures (`media/hevc.mp4`, `hevc-mkv.mkv`, `hevc-ts.ts`: one encode in three containers) hold 75 frames and 142 AAC frames.
-@Suite(.timeLimit(.minutes(20))) struct HEVCPackagingTests {
+@Suite(.timeLimit(.minutes(30))) struct HEVCPackagingTests {
     static let containers = ["hevc.mp4", "hevc-mkv.mkv", "hevc-ts.ts"]
     let helpers = FragmentedMP4Tests()
 

@@ -5,7 +5,7 @@ import Testing
 /// new init segment whose `tenc` names the period's key ID, an EXT-X-MAP/EXT-X-KEY pair where each period
 /// starts), the key file a key list. Checked by `verify` with the key list and by FFmpeg 5.1 with each
 /// period's key, with a wrong key as the negative control.
-@Suite(.timeLimit(.minutes(20))) struct KeyRotationTests {
+@Suite(.timeLimit(.minutes(30))) struct KeyRotationTests {
     /// The clip in 2-second segments (five of video), a new key every two: three key periods.
     static let rotation = ["--segment-duration", "2", "--key-period", "2", "--key-uri", "../keys/{kid}"]
 

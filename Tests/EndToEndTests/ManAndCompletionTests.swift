@@ -4,7 +4,7 @@ import Testing
 /// The man page and the bash and zsh completions are generated from the tables `--help` prints: every
 /// option each command's help shows is in its section of the man page and in both completions, the page
 /// renders without a warning, and bash completes a prefix to the options that start with it.
-@Suite(.timeLimit(.minutes(20))) struct ManAndCompletionTests {
+@Suite(.timeLimit(.minutes(30))) struct ManAndCompletionTests {
     /// The commands and the help topic that prints each (`play` is the default command).
     private static let commands = ["play", "package", "verify", "catalogue", "serve", "tokens", "watermark"]
 

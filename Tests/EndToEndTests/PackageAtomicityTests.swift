@@ -4,7 +4,7 @@ import Testing
 /// Interrupted runs leave nothing at `--out`: the output is built in a hidden sibling and renamed into
 /// place only when complete. The packager is stopped midway deterministically by feeding it a
 /// transport stream through a FIFO and holding the rest back: it writes segments, then blocks reading.
-@Suite(.serialized, .timeLimit(.minutes(20))) struct PackageAtomicityTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct PackageAtomicityTests {
     /// A FIFO whose writer holds back the end of a stream.
     final class StalledInput {
         let path: String

@@ -3,7 +3,7 @@ import Testing
 
 /// Every refusal has its own exit code and a message that says why and what to do, and leaves nothing
 /// behind: no output directory, no key file, no hidden build directory.
-@Suite(.timeLimit(.minutes(20))) struct PackageRefusalTests {
+@Suite(.timeLimit(.minutes(30))) struct PackageRefusalTests {
     /// Packages `input` into a fresh directory and checks the exit code, the message, and that nothing
     /// was written.
     private func expectRefusal(

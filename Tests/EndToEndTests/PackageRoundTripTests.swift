@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// Every fixture packaged and verified bit for bit against its source by GuardPlay's own decryptor.
-@Suite(.timeLimit(.minutes(20))) struct PackageRoundTripTests {
+@Suite(.timeLimit(.minutes(30))) struct PackageRoundTripTests {
     @Test func findsTheFixtures() throws {
         // An unreadable media/ would otherwise turn the round trip below into zero cases, which pass.
         try #require(!mediaFixtures.isEmpty, "no fixtures listed in \(fixture(""))")

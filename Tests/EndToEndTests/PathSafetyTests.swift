@@ -5,7 +5,7 @@ import Testing
 /// No output, key file or `--force` may touch an input: each reproduction of issue 9's data loss, run
 /// against the binary in a temporary directory, must be refused with the usage exit code (or, for
 /// something `--force` may not replace, 21) before anything is written, the input's bytes unchanged.
-@Suite(.timeLimit(.minutes(20))) struct PathSafetyTests {
+@Suite(.timeLimit(.minutes(30))) struct PathSafetyTests {
     /// The SHA-256 of a file's bytes.
     private func hash(_ path: String) throws -> String {
         Digest.sha256([UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))).hexString

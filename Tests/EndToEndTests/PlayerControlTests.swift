@@ -5,7 +5,7 @@ import Testing
 
 /// `guard-play FILE --control ADDR`: the player under REST control over loopback, its capture state fed
 /// by the remote source with a lease.
-@Suite(.serialized, .timeLimit(.minutes(20))) struct PlayerControlTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct PlayerControlTests {
     @Test func controlsAPlayingPlayerAndFeedsItsMonitorRemoteReports() throws {
         let directory = try TemporaryDirectory()
         let data = directory.path("data")

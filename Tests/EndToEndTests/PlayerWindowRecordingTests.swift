@@ -5,7 +5,7 @@ import Testing
 /// The screen-recording harness: the stream a gateway serves session S, played in a player window under
 /// Xvfb and recorded with a real `ffmpeg -f x11grab`, is ten seconds of the clip's own pictures in order
 /// (not a mask, not the black screen).
-@Suite(.serialized, .timeLimit(.minutes(20))) struct PlayerWindowRecordingTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct PlayerWindowRecordingTests {
     @Test func aRecordingOfTheSessionsStreamInAPlayerWindowIsTheVideoInOrder() throws {
         let server = try GatewayServer()
         let admin = try server.token("admin")

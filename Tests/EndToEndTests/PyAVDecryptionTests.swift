@@ -7,7 +7,7 @@ import Testing
 /// FFmpeg's framemd5 hashes a rawvideo frame) equals FFmpeg 5.1's framemd5 of the clear source, for
 /// `cbcs` H.264 and HEVC and `cenc`; the audio equals PyAV's own decode of the source. A wrong key gives
 /// none of the source's video frames.
-@Suite(.timeLimit(.minutes(20))) struct PyAVDecryptionTests {
+@Suite(.timeLimit(.minutes(30))) struct PyAVDecryptionTests {
     /// The test venv's Python, when PyAV is installed in it.
     static var python: String? {
         let python = repositoryRoot.appendingPathComponent(".build/venv/bin/python").path

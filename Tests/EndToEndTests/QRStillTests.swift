@@ -5,7 +5,7 @@ import Testing
 /// payment with made-up values, and zbarimg reads that exact text from the still, from the clear
 /// package's frames and from the SAMPLE-AES package's frames once decrypted, but not from the encrypted
 /// segment decoded without the key.
-@Suite(.timeLimit(.minutes(20))) struct QRStillTests {
+@Suite(.timeLimit(.minutes(30))) struct QRStillTests {
     /// The text `make-fixtures.sh` encodes: an EPC QR (SEPA credit transfer), version 002, UTF-8.
     static let paymentText =
         "BCD\n002\n1\nSCT\n\nGuardPlay Test Payee\nXX00GPLY00000000000015\nEUR12.50\n\n\nFixture only - not a real account"

@@ -6,7 +6,7 @@ import Testing
 /// gateway from its own /v1/openapi.json, with a bounded number of examples per operation. It must find
 /// no 5xx, no undocumented status or content type, no missing documented header and no response that
 /// breaks its schema.
-@Suite(.serialized, .timeLimit(.minutes(20))) struct SchemathesisTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct SchemathesisTests {
     static let schemathesis = repositoryRoot.appendingPathComponent(".build/venv/bin/schemathesis").path
 
     @Test func findsNoServerErrorsAndNoSchemaViolations() throws {

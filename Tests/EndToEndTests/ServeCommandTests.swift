@@ -5,7 +5,7 @@ import Testing
 
 /// `guard-play serve` and `guard-play tokens` as a user runs them: configuration errors, draining on
 /// SIGTERM, and token management.
-@Suite(.serialized, .timeLimit(.minutes(20))) struct ServeCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct ServeCommandTests {
     @Test(arguments: [
         ("listen = nowhere", "config FILE:1: invalid value 'nowhere' for listen: expected HOST:PORT"),
         ("# ok\nthreads = 0", "config FILE:2: invalid value '0' for threads: expected an integer from 1 to 256"),

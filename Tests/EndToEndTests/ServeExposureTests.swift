@@ -5,7 +5,7 @@ import Testing
 
 /// What the gateway and the player's control server expose: the KEK checks `--check-config` and a
 /// real start share, systemd's credential for the KEK, and addresses other hosts can reach.
-@Suite(.serialized, .timeLimit(.minutes(20))) struct ServeExposureTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct ServeExposureTests {
     /// A KEK the real start refuses is refused by `--check-config` with the same message, so a
     /// systemd unit fails its ExecStartPre instead of restart-looping.
     @Test func checkConfigRefusesEveryKEKTheRealStartRefuses() throws {

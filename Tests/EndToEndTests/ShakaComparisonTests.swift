@@ -91,7 +91,7 @@ struct WrittenSamples {
 /// test`) packages the same input with the same key and IV in `cbcs`: for every VCL NAL unit its clear
 /// and protected byte counts equal GuardPlay's, for H.264 and HEVC. Both maps are read from the
 /// segments with GuardPlay's own `BoxReader`; a map shifted by one byte is told apart (the control).
-@Suite(.timeLimit(.minutes(20))) struct ShakaComparisonTests {
+@Suite(.timeLimit(.minutes(30))) struct ShakaComparisonTests {
     /// The Shaka Packager binary in the test venv, or nil.
     static var packager: String? {
         let lib = repositoryRoot.appendingPathComponent(".build/venv/lib").path

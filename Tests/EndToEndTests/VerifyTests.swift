@@ -3,7 +3,7 @@ import Testing
 
 /// `guard-play verify` must fail, with the right code and a reason, on every kind of damage: the oracle
 /// is only worth something if it can say no.
-@Suite(.timeLimit(.minutes(20))) struct VerifyTests {
+@Suite(.timeLimit(.minutes(30))) struct VerifyTests {
     /// A fresh SAMPLE-AES output of clip.mp4 (key OUT.key), for one test to damage.
     private func packaged(_ directory: TemporaryDirectory, _ name: String = "clip.mp4") throws -> String {
         let output = directory.path("out")

@@ -10,7 +10,7 @@ import Testing
 /// session and no other; so too for the same clip packaged as fMP4 `cbcs`. Two sessions' streams
 /// averaged name one of them or nobody. Copies of another asset's session and a clear encode match
 /// nobody; a still, audio and too short a copy get their own exit codes.
-@Suite(.timeLimit(.minutes(20))) struct WatermarkDetectTests {
+@Suite(.timeLimit(.minutes(30))) struct WatermarkDetectTests {
     static let kid = "0a1b2c3d4e5f60718293a4b5c6d7e8f9"
     static let otherKID = "f9e8d7c6b5a4938271605f4e3d2c1b0a"
     static let fragmentedKID = "5a6b7c8d9e0f1a2b3c4d5e6f708192a3"

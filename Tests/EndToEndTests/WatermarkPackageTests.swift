@@ -8,7 +8,7 @@ import Testing
 /// `package --watermark ab`: two variants of every video segment, A and B, invisible beside a plain
 /// encode, carrying the keyed pattern of their own segment, readable by `WatermarkReader` after a
 /// re-encode and a scale, with identical timestamps; and the refusals.
-@Suite(.timeLimit(.minutes(20))) struct WatermarkPackageTests {
+@Suite(.timeLimit(.minutes(30))) struct WatermarkPackageTests {
     static let key = "8899aabbccddeeff0011223344556677"
 
     /// Packages `input` unencrypted with the watermark and 2-second segments into `directory/out`.

@@ -114,7 +114,7 @@ final class FailingAuditWriter: AuditWriting {
         #expect(try fixture.store.refusalCounts().contains { $0.remote == "10.3.0.1" })
     }
 
-    @Test(.timeLimit(.minutes(20))) func keepsGrantingOnPostgreSQLWhileItIsAwayAndCountsWhatTheCapDrops() throws {
+    @Test(.timeLimit(.minutes(30))) func keepsGrantingOnPostgreSQLWhileItIsAwayAndCountsWhatTheCapDrops() throws {
         // A cluster of its own, since the test stops it.
         let cluster = try PostgresCluster()
         defer { cluster.remove() }

@@ -53,7 +53,7 @@ extension RawResponse {
     }
 }
 
-@Suite(.timeLimit(.minutes(20))) struct ClearKeyLicenseTests {
+@Suite(.timeLimit(.minutes(30))) struct ClearKeyLicenseTests {
     @Test func base64URLKeyIDsAreStrict() {
         #expect(ClearKeyID.base64URL(hexKID: clipKID) == "ABEiM0RVZneImaq7zN3u_w")
         #expect(ClearKeyID.hexKID(base64URL: "ABEiM0RVZneImaq7zN3u_w") == clipKID)

@@ -10,7 +10,7 @@ import Testing
 
 /// A/B watermarked segments through the gateway on a loopback socket: per-session playlists name each
 /// session's variants, and nothing else of a watermarked rendition is served.
-@Suite(.timeLimit(.minutes(20))) struct WatermarkGatewayTests {
+@Suite(.timeLimit(.minutes(30))) struct WatermarkGatewayTests {
     /// The `clip` fixture plus `marked`: a master, an unmarked audio playlist and a 70-segment video
     /// playlist in `video/` made A/B, served live.
     final class Live {

@@ -8,7 +8,7 @@ import Testing
 /// The web player's page and files as the gateway serves them: the embedded copy is exactly what is in
 /// `web/player/`, the page opens only with its own session's token and sends a strict policy, and a
 /// session's create response names it. (The page playing is proven in a browser by BrowserPlayerTests.)
-@Suite(.timeLimit(.minutes(20))) struct WebPlayerTests {
+@Suite(.timeLimit(.minutes(30))) struct WebPlayerTests {
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("web/player")
 

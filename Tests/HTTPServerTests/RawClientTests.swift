@@ -3,7 +3,7 @@ import HTTPTestSupport
 import Synchronization
 import Testing
 
-@Suite(.timeLimit(.minutes(20))) struct RawClientTests {
+@Suite(.timeLimit(.minutes(30))) struct RawClientTests {
     /// A loopback port with nothing listening: bound once by the kernel's choice, then closed.
     static func deadPort() throws -> UInt16 {
         let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -36,7 +36,7 @@ private func annexB(_ nalUnits: [[UInt8]]) -> (bytes: [UInt8], ranges: [Range<In
     return (bytes, ranges)
 }
 
-@Suite(.serialized, .timeLimit(.minutes(20))) struct HEVCSampleBuilderTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct HEVCSampleBuilderTests {
     /// Every slice's clear bytes are the length prefix and where FFmpeg's trace ends its header, in the
     /// stored bytes; parameter sets go to hvcC, other non-VCL units stay in the sample, all clear.
     @Test func clearBytesEndWhereFFmpegsTraceEndsEachSliceHeader() throws {
@@ -144,7 +144,7 @@ private func annexB(_ nalUnits: [[UInt8]]) -> (bytes: [UInt8], ranges: [Range<In
     }
 }
 
-@Suite(.timeLimit(.minutes(20))) struct HEVCAnnexBConverterTests {
+@Suite(.timeLimit(.minutes(30))) struct HEVCAnnexBConverterTests {
     /// MP4's length-prefixed samples with hvcC become Annex-B units; an IRAP unit gains the parameter sets.
     @Test func convertsLengthPrefixedSamplesAndPutsParameterSetsBeforeIRAPPictures() throws {
         let clip = try EncodedClip("converter", ["-x265-params", "log-level=error:bframes=0:keyint=4"])

@@ -2,7 +2,7 @@ import Testing
 
 @testable import MediaFormats
 
-@Suite(.timeLimit(.minutes(20))) struct HEVCSliceContextTests {
+@Suite(.timeLimit(.minutes(30))) struct HEVCSliceContextTests {
     /// Two encodes whose SPS and PPS share IDs 0 but differ (CTBs of 64 and 16 samples, so another
     /// `slice_segment_address` width; wavefronts on and off, so entry points or none), one after the
     /// other: the slices of each

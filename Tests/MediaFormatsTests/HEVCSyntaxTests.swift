@@ -317,7 +317,7 @@ private func handWrittenStream() -> [[UInt8]] {
     ]
 }
 
-@Suite(.timeLimit(.minutes(20))) struct HEVCSyntaxTests {
+@Suite(.timeLimit(.minutes(30))) struct HEVCSyntaxTests {
     @Test func handWrittenHeadersEndWhereFFmpegSaysAndDeriveTheInferredValues() throws {
         let stream = handWrittenStream()
         let traced = try EncodedClip(name: "syntax", nalUnits: stream)

@@ -161,7 +161,7 @@ private let encodings: [(String, [String])] = [
     ("intra-only", ["-x265-params", "log-level=error:keyint=1:scaling-list=default"]),
 ]
 
-@Suite(.serialized, .timeLimit(.minutes(20))) struct HEVCSliceHeaderTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct HEVCSliceHeaderTests {
     @Test(arguments: encodings)
     func everySliceHeaderEndsWhereFFmpegSaysSliceDataBegins(name: String, arguments: [String]) throws {
         let clip = try EncodedClip(name, arguments)
