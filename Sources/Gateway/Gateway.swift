@@ -79,8 +79,8 @@ public final class Gateway: Sendable {
     private let sweeper = PeriodicThread(name: "lease-sweeper", interval: 0.1)
     private let listener = Mutex<(any StoreListener)?>(nil)
     private let lastPrune = Mutex(Date.distantPast)
-    /// The last asset event this node has applied (on a shared store).
-    private let assetCursor = Mutex(Int64(0))
+    /// The asset events this node has applied (on a shared store).
+    private let assetCursor = Mutex(EventCursor(after: 0))
 
     /// A gateway over `store`, with session tokens signed by a key derived from `kek`; `engine` is
     /// the packager (nil in builds without one). The audit trail goes to `auditWriter` when given
@@ -132,7 +132,7 @@ public final class Gateway: Sendable {
 
     private func loadCatalog() throws(StoreError) {
         let latest = try store.latestAssetEventSeq()
-        assetCursor.withLock { $0 = latest }
+        assetCursor.withLock { $0 = EventCursor(after: latest) }
         let keys = try store.keys()
         for key in keys { catalog.addKey(key) }
         for asset in try store.assets() {
@@ -166,28 +166,34 @@ public final class Gateway: Sendable {
     }
 
     /// Applies the asset changes other nodes sharing the store made since the last call: an asset
-    /// this node serves takes its key policy from the store.
+    /// this node serves takes its key policy from the store. An asset that cannot be read is read
+    /// again at the next notification or reconnection.
     func applyAssetChanges() {
-        while true {
-            let cursor = assetCursor.withLock { $0 }
-            let changes: (assets: [String], through: Int64)
-            do { changes = try store.assetChanges(after: cursor) } catch {
-                log("store: asset events: \(error)")
-                return
-            }
-            guard changes.through > cursor else { return }
-            for id in changes.assets where catalog.asset(id) != nil {
-                do {
-                    if let record = try store.asset(id) {
-                        catalog.setPolicy(asset: id, denyKeysWhileCapturing: record.denyKeysWhileCapturing)
-                    }
-                } catch {
-                    // Read again at the next notification or reconnection.
-                    log("store: asset \(id): \(error)")
+        assetCursor.withLock { cursor in
+            while true {
+                let events: [(seq: Int64, assetID: String)]
+                do { events = try store.assetEvents(after: cursor.newest, orAmong: cursor.missing, limit: 1000) } catch
+                {
+                    log("store: asset events: \(error)")
                     return
                 }
+                for event in events where cursor.isNew(event.seq) {
+                    if catalog.asset(event.assetID) != nil {
+                        do {
+                            if let record = try store.asset(event.assetID) {
+                                catalog.setPolicy(
+                                    asset: event.assetID, denyKeysWhileCapturing: record.denyKeysWhileCapturing)
+                            }
+                        } catch {
+                            log("store: asset \(event.assetID): \(error)")
+                            return
+                        }
+                    }
+                    cursor.admit(event.seq, at: clock.now())
+                }
+                if events.count < 1000 { break }
             }
-            assetCursor.withLock { $0 = max($0, changes.through) }
+            cursor.expire(at: clock.now())
         }
     }
 

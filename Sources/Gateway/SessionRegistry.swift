@@ -31,8 +31,8 @@ public final class SessionRegistry: Sendable {
     private let log: @Sendable (String) -> Void
     /// This node's name in the session events it writes to a shared store.
     let node = Identifier.random(prefix: "node_")
-    /// The last stored session event this node has applied.
-    private let eventCursor = Mutex(Int64(0))
+    /// The stored session events this node has applied.
+    private let eventCursor = Mutex(EventCursor(after: 0))
 
     init(
         store: any Store, hub: SessionEventHub, clock: any GatewayClock, leaseDuration: TimeInterval,
@@ -49,7 +49,7 @@ public final class SessionRegistry: Sendable {
     func load() throws(StoreError) {
         let now = clock.now()
         let latest = try store.latestSessionEventSeq()
-        eventCursor.withLock { $0 = latest }
+        eventCursor.withLock { $0 = EventCursor(after: latest) }
         let records = try store.sessions(unexpiredAt: now)
         let captures = try store.liveCaptureEvents(session: nil)
         entries.withLock { entries in
@@ -133,6 +133,10 @@ public final class SessionRegistry: Sendable {
     func reportCapture(
         session id: String, capturing: Bool, seq: UInt64, observedAt: Date
     ) -> (CaptureReportOutcome, SessionSnapshot)? {
+        // On a shared store, another node may have taken the session's last report a moment ago: its
+        // state is read first, so that whether this report changes the state (and is announced to
+        // event streams) is judged against it and not against what this node last heard.
+        if store.isShared { applyStoredEvents() }
         let now = clock.now()
         let result = entries.withLock { entries -> (CaptureReportOutcome, SessionSnapshot)? in
             guard var entry = entries[id] else { return nil }
@@ -223,19 +227,21 @@ public final class SessionRegistry: Sendable {
 
     /// Applies the session events other nodes stored since the last call: a revocation ends the
     /// session here too, a capture report sets its state and lease as on the node that took it. Each
-    /// change is published to this node's event streams.
+    /// change is published to this node's event streams, in the order the events were read.
     func applyStoredEvents() {
-        while true {
-            let cursor = eventCursor.withLock { $0 }
-            let events: [SessionEventRecord]
-            do { events = try store.sessionEvents(after: cursor, limit: 500) } catch {
-                log("store: session events: \(error)")
-                return
+        eventCursor.withLock { cursor in
+            while true {
+                let events: [SessionEventRecord]
+                do { events = try store.sessionEvents(after: cursor.newest, orAmong: cursor.missing, limit: 500) } catch
+                {
+                    log("store: session events: \(error)")
+                    return
+                }
+                let now = clock.now()
+                for event in events where cursor.admit(event.seq, at: now) && event.origin != node { apply(event) }
+                if events.count < 500 { break }
             }
-            guard let last = events.last else { return }
-            for event in events where event.origin != node { apply(event) }
-            eventCursor.withLock { $0 = max($0, last.seq) }
-            if events.count < 500 { return }
+            cursor.expire(at: clock.now())
         }
     }
 

@@ -130,18 +130,27 @@ extension SQLStore {
         }
     }
 
-    /// The assets changed by asset events after `seq` and the newest event's `seq`; none on SQLite.
-    public func assetChanges(after seq: Int64) throws(StoreError) -> (assets: [String], through: Int64) {
-        guard dialect == .postgres else { return ([], seq) }
+    /// Up to `limit` asset events numbered after `seq` or among `missing`, oldest first; none on
+    /// SQLite.
+    public func assetEvents(
+        after seq: Int64, orAmong missing: [Int64], limit: Int
+    ) throws(StoreError) -> [(seq: Int64, assetID: String)] {
+        guard dialect == .postgres else { return [] }
         return try with { database throws(StoreError) in
-            let rows = try database.query(
-                "SELECT seq, asset_id FROM asset_events WHERE seq > ? ORDER BY seq LIMIT 1000", [.integer(seq)])
-            var assets: [String] = []
-            for row in rows {
-                if let id = row[1].text, !assets.contains(id) { assets.append(id) }
-            }
-            return (assets, rows.last?[0].integer ?? seq)
+            try database.query(
+                "SELECT seq, asset_id FROM asset_events WHERE \(Self.afterOrAmong) ORDER BY seq LIMIT ?",
+                [.integer(seq), Self.bigintArray(missing), .integer(Int64(limit))]
+            ).map { (seq: $0[0].integer ?? 0, assetID: $0[1].text ?? "") }
         }
+    }
+
+    /// Selects the event rows numbered after the first parameter or among the second, a PostgreSQL
+    /// array (`bigintArray`).
+    static let afterOrAmong = "(seq > ? OR seq = ANY(CAST(? AS bigint[])))"
+
+    /// `numbers` as a PostgreSQL array literal, for `afterOrAmong`.
+    static func bigintArray(_ numbers: [Int64]) -> SQLValue {
+        .text("{" + numbers.map(String.init).joined(separator: ",") + "}")
     }
 
     /// The newest asset event's `seq`, or 0.
@@ -318,12 +327,16 @@ extension SQLStore {
         }
     }
 
-    /// Up to `limit` events after `seq`, oldest first; none on SQLite, which no other node reads.
-    public func sessionEvents(after seq: Int64, limit: Int) throws(StoreError) -> [SessionEventRecord] {
+    /// Up to `limit` events numbered after `seq` or among `missing`, oldest first; none on SQLite,
+    /// which no other node reads.
+    public func sessionEvents(
+        after seq: Int64, orAmong missing: [Int64], limit: Int
+    ) throws(StoreError) -> [SessionEventRecord] {
         guard dialect == .postgres else { return [] }
         return try with { database throws(StoreError) in
             try database.query(
-                "\(Self.eventColumns) WHERE seq > ? ORDER BY seq LIMIT ?", [.integer(seq), .integer(Int64(limit))]
+                "\(Self.eventColumns) WHERE \(Self.afterOrAmong) ORDER BY seq LIMIT ?",
+                [.integer(seq), Self.bigintArray(missing), .integer(Int64(limit))]
             ).map(Self.sessionEvent(from:))
         }
     }

@@ -29,9 +29,11 @@ public protocol Store: AuditWriting {
     /// Changes an asset's key policy; false when there is no such asset. On PostgreSQL the change is
     /// also an asset event, and listening nodes are told to look.
     func setPolicy(asset id: String, denyKeysWhileCapturing: Bool, at date: Date) throws(StoreError) -> Bool
-    /// The IDs of assets changed by events after `seq`, with the newest event's `seq` (`seq` itself
-    /// when there is none); on SQLite none.
-    func assetChanges(after seq: Int64) throws(StoreError) -> (assets: [String], through: Int64)
+    /// Up to `limit` asset events numbered after `seq` or among `missing`, oldest first, as each
+    /// event's number and the asset it changed; on SQLite none.
+    func assetEvents(
+        after seq: Int64, orAmong missing: [Int64], limit: Int
+    ) throws(StoreError) -> [(seq: Int64, assetID: String)]
     /// The newest asset event's `seq`, or 0.
     func latestAssetEventSeq() throws(StoreError) -> Int64
     /// The asset with `id`, or nil.
@@ -64,9 +66,11 @@ public protocol Store: AuditWriting {
     /// returns that number (nil when there is no such session).
     @discardableResult
     func appendSessionEvent(_ event: SessionEventRecord) throws(StoreError) -> Int64?
-    /// Up to `limit` events after `seq`, oldest first, for the other nodes (none on SQLite, which no
+    /// Up to `limit` events numbered after `seq` or among `missing` (numbers a reader passed before
+    /// their transactions committed), oldest first, for the other nodes (none on SQLite, which no
     /// other node shares).
-    func sessionEvents(after seq: Int64, limit: Int) throws(StoreError) -> [SessionEventRecord]
+    func sessionEvents(after seq: Int64, orAmong missing: [Int64], limit: Int) throws(StoreError)
+        -> [SessionEventRecord]
     /// Up to `limit` announced events of `session` numbered after `sessionSeq` in that session,
     /// oldest first: what an event stream resumed with `Last-Event-ID` missed.
     func sessionEvents(

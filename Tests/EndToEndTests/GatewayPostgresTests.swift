@@ -105,6 +105,58 @@ import Testing
         #expect(elapsed < 1)
     }
 
+    @Test func aRevocationCommittedAfterANewerEventStillReachesEveryNode() throws {
+        let url = try database()
+        let node1 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let node2 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let (admin, clip, session, token) = try node1.servingClip()
+        let (other, otherToken) = try node1.session("clip", token: admin)
+        // Node 2 holds both sessions and the key.
+        #expect(try node2.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 200)
+        #expect(try node2.call("GET", "/v1/sessions/\(other)", token: admin).status == 200)
+
+        // A node revokes `session`: its event takes its number, and the commit is slow (3 s).
+        let scratch = try TemporaryDirectory()
+        let output = scratch.url.path + "/psql.out"
+        let slow = try PostgresCluster.shared.get().startQuery(
+            """
+            BEGIN;
+            UPDATE sessions SET revoked_at = extract(epoch FROM now()) WHERE id = '\(session)';
+            WITH next AS (
+                UPDATE sessions SET event_seq = event_seq + 1 WHERE id = '\(session)' RETURNING id, event_seq)
+            INSERT INTO session_events (session_id, session_seq, kind, at, origin)
+                SELECT id, event_seq, 'revoked', extract(epoch FROM now()), 'slow-node' FROM next;
+            SELECT pg_notify('guardplay_events', '');
+            SELECT pg_sleep(3);
+            COMMIT;
+            """, url: url, output: output)
+        #expect(
+            eventually(timeout: 5) {
+                (try? query("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'", url)) == "1"
+            })
+        // Meanwhile a newer event, a capture report for the other session, commits and node 2 reads it.
+        #expect(try node1.reportCapture(session: other, token: otherToken, capturing: true, seq: 1).status == 200)
+        #expect(
+            eventually(timeout: 2) {
+                (try? node2.call("GET", "/v1/sessions/\(other)", token: admin).text)?.contains(#""state":"capturing""#)
+                    == true
+            })
+        #expect(try node2.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 200)
+
+        // The revocation commits after the event numbered past it, and still reaches node 2 in time.
+        #expect(slow.wait(timeout: 10) == 0, "\((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
+        let committed = Date()
+        var last: RawResponse?
+        let refused = eventually(timeout: 1) {
+            last = try? node2.call("GET", "/v1/keys/\(clip.kid)?token=\(token)")
+            return last?.status == 403
+        }
+        #expect(
+            refused,
+            "node 2 still answered \(last?.status ?? 0) \(Date().timeIntervalSince(committed)) s after the commit")
+        #expect(last?.json?["type"] as? String == "/problems/session-revoked")
+    }
+
     @Test func aCaptureReportToOneNodeReachesAnEventStreamOnAnotherWithinASecond() throws {
         let url = try database()
         let node1 = try GatewayServer(["--store", url, "--lease", "10m"])

@@ -102,13 +102,20 @@ public final class PostgresCluster: Sendable {
     public func query(_ sql: String, url: String) throws -> String {
         let log = directory + "/query-\(UUID().uuidString).out"
         defer { try? FileManager.default.removeItem(atPath: log) }
-        let child = try SpawnedProcess(
-            Self.closingDescriptors(["/usr/bin/psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql]),
-            output: log, errors: log)
+        let child = try startQuery(sql, url: url, output: log)
         let status = child.wait(timeout: 30)
         let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         guard status == 0 else { throw SpawnError("psql \(sql): \(output)") }
         return output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Starts `psql -At` running `sql` (statements separated by `;`, one transaction when they say
+    /// `BEGIN`) on the database at `url`, writing its rows and messages to `output`, and returns
+    /// without waiting.
+    public func startQuery(_ sql: String, url: String, output: String) throws -> SpawnedProcess {
+        try SpawnedProcess(
+            Self.closingDescriptors(["/usr/bin/psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql]),
+            output: output, errors: output)
     }
 
     /// Runs `arguments` as the cluster's owner and waits for it; throws with its output when it fails.

@@ -308,14 +308,48 @@ func job(_ id: String, key: String? = nil, asset: String = "clip") -> JobRecord 
         switch backend {
         case .sqlite:
             // No other node reads a SQLite store.
-            #expect(try store.sessionEvents(after: 0, limit: 10).isEmpty)
+            #expect(try store.sessionEvents(after: 0, orAmong: [], limit: 10).isEmpty)
         case .postgres:
             // Every node still reads every event, renewals included.
-            #expect(try store.sessionEvents(after: 0, limit: 10).map(\.announced) == [true, true, false, true])
+            let all = try store.sessionEvents(after: 0, orAmong: [], limit: 10)
+            #expect(all.map(\.announced) == [true, true, false, true])
+            // A reader that passed numbers asks for them again beside the newer ones.
+            let seqs = all.map(\.seq)
+            let again = try store.sessionEvents(after: seqs[2], orAmong: [seqs[0], seqs[2] + 100], limit: 10)
+            #expect(again.map(\.seq) == [seqs[0], seqs[3]])
+            #expect(try store.sessionEvents(after: seqs[0], orAmong: [], limit: 2).map(\.seq) == [seqs[1], seqs[2]])
         }
         // Pruned with the sessions: events from before the cut go.
         _ = try store.deleteSessions(expiredBefore: epoch + 1)
         #expect(try store.sessionEvents(session: "s1", after: 0, limit: 10).isEmpty)
+    }
+
+    @Test(arguments: Backend.allCases) func numbersAssetPolicyChangesForTheOtherNodes(_ backend: Backend) throws {
+        let temporary = try TemporaryStore(backend)
+        defer { withExtendedLifetime(temporary) {} }
+        let store = temporary.store
+        for id in ["a", "b"] {
+            try store.saveAsset(
+                AssetRecord(
+                    id: id, directory: "/srv/\(id)", denyKeysWhileCapturing: false, createdAt: epoch,
+                    updatedAt: epoch), keys: [])
+        }
+        for (id, deny) in [("a", true), ("b", true), ("a", false)] {
+            #expect(try store.setPolicy(asset: id, denyKeysWhileCapturing: deny, at: epoch))
+        }
+        #expect(try !store.setPolicy(asset: "none", denyKeysWhileCapturing: true, at: epoch))
+        #expect(try store.asset("a")?.denyKeysWhileCapturing == false)
+        let all = try store.assetEvents(after: 0, orAmong: [], limit: 10)
+        switch backend {
+        case .sqlite:
+            #expect(all.isEmpty)
+        case .postgres:
+            #expect(all.map(\.assetID) == ["a", "b", "a"])
+            #expect(try store.latestAssetEventSeq() == all[2].seq)
+            let again = try store.assetEvents(after: all[1].seq, orAmong: [all[0].seq], limit: 10)
+            #expect(again.map(\.seq) == [all[0].seq, all[2].seq])
+            #expect(try store.assetEvents(after: 0, orAmong: [], limit: 1).map(\.seq) == [all[0].seq])
+        }
     }
 
     @Test(arguments: Backend.allCases) func givesEachSessionsNewestCaptureReportWhileItsLeaseHoldsByTheDatabase(
