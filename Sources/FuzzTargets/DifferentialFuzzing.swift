@@ -26,6 +26,39 @@ enum DifferentialFuzzing {
         for scheme in [CENCScheme.cbcs, .cenc] {
             fragmented(video: video, audio: audio, scheme: scheme, fragmentLength: fragmentLength)
         }
+        // An HEVC stream drawn from the same bytes (HEVC is CMAF only).
+        var hevcInput = FuzzBytes(data)
+        let hevc = hevcAccessUnits(&hevcInput)
+        for scheme in [CENCScheme.cbcs, .cenc] { fragmentedHEVC(hevc, scheme: scheme, fragmentLength: fragmentLength) }
+    }
+
+    /// What the verifier knows of a video track's slice headers, to recompute each NAL unit's clear
+    /// bytes: H.264's parameter sets, or HEVC's with the last independent slice segment.
+    enum SliceHeaders {
+        case h264(H264SliceHeader.ParameterSets)
+        case hevc(HEVCClearLength)
+
+        /// The clear bytes of `nal` (stored bytes, no length prefix); a parameter set is taken in.
+        mutating func clearBytes(of nal: [UInt8]) throws(FormatError) -> Int {
+            switch self {
+            case .h264(var sets):
+                let type = NALUnitType.of(nal[0])
+                var clear = nal.count
+                if type == NALUnitType.nonIDRSlice || type == NALUnitType.idrSlice {
+                    clear = try nal.withBytes { raw throws(FormatError) in
+                        try H264SliceHeader(nal: raw, parameterSets: sets)
+                    }.storedLength
+                } else if type == NALUnitType.sequenceParameterSet || type == NALUnitType.pictureParameterSet {
+                    try sets.take(nal)
+                }
+                self = .h264(sets)
+                return clear
+            case .hevc(var state):
+                let clear = try state.clearBytes(of: nal, structure: "fragment NAL unit")
+                self = .hevc(state)
+                return clear
+            }
+        }
     }
 
     // MARK: The stream
@@ -43,9 +76,16 @@ enum DifferentialFuzzing {
         func nal(_ header: UInt8, payload: [UInt8] = []) -> [UInt8] {
             var rbsp = self
             for byte in payload { rbsp.u(Int(byte), 8) }
-            rbsp.u(1, 1)
-            while rbsp.writer.bitCount % 8 != 0 { rbsp.u(0, 1) }
-            return [header] + EmulationPrevention.escaped(rbsp.writer.bytes)
+            return [header] + EmulationPrevention.escaped(rbsp.aligned())
+        }
+
+        /// The elements written, then a one bit and zero bits to the byte boundary
+        /// (`rbsp_trailing_bits()`, or an H.265 slice segment header's `byte_alignment()`).
+        func aligned() -> [UInt8] {
+            var copy = self
+            copy.u(1, 1)
+            while copy.writer.bitCount % 8 != 0 { copy.u(0, 1) }
+            return copy.writer.bytes
         }
     }
 
@@ -241,11 +281,7 @@ enum DifferentialFuzzing {
         var builder = H264SampleBuilder()
         var clear: [[UInt8]] = []
         var records: [FragmentSample] = []
-        var ivCounter: UInt64 = 0x0102_0304_0506_0708
-        func nextIV() -> [UInt8] {
-            defer { ivCounter &+= 1 }
-            return (0..<8).map { UInt8(truncatingIfNeeded: ivCounter >> (56 - 8 * $0)) }
-        }
+        var ivs = IVCounter(value: 0x0102_0304_0506_0708)
         for (index, unit) in video.enumerated() {
             do {
                 let sample = try builder.sample(bytes: unit.bytes, nalUnits: unit.nalUnits)
@@ -253,7 +289,8 @@ enum DifferentialFuzzing {
                 records.append(
                     FragmentSample(
                         size: sample.bytes.count, duration: 3_000, isSync: unit.isIDR,
-                        iv: scheme == .cenc ? nextIV() : [], subsamples: SubsampleMap.make(sample.units, scheme: scheme)
+                        iv: scheme == .cenc ? ivs.next() : [],
+                        subsamples: SubsampleMap.make(sample.units, scheme: scheme)
                     ))
             } catch {
                 preconditionFailure("access unit \(index) is refused by the sample builder: \(error)")
@@ -264,9 +301,7 @@ enum DifferentialFuzzing {
         }
         let avcC = FragmentedMP4Writer.avcConfiguration(
             sps: builder.sequenceParameterSets, pps: builder.pictureParameterSets, parsed: parsed)
-        let encryption = TrackEncryption(
-            scheme: scheme, keyID: keyID, constantIV: scheme == .cbcs ? MediaFuzzing.iv : nil,
-            cryptBlocks: scheme == .cbcs ? 1 : 0, skipBlocks: scheme == .cbcs ? 9 : 0)
+        let encryption = videoEncryption(scheme)
         let videoTrack = FragmentedTrack(
             media: .h264(width: parsed.width, height: parsed.height, configuration: avcC), timescale: 90_000,
             encryption: encryption)
@@ -283,7 +318,7 @@ enum DifferentialFuzzing {
                 frames.append(sample)
                 audioRecords.append(
                     FragmentSample(
-                        size: sample.count, duration: 1_024, isSync: true, iv: scheme == .cenc ? nextIV() : []))
+                        size: sample.count, duration: 1_024, isSync: true, iv: scheme == .cenc ? ivs.next() : []))
             }
         }
         var audioEncryption = encryption
@@ -295,6 +330,23 @@ enum DifferentialFuzzing {
         roundTrip(audioTrack, clear: frames, records: audioRecords, fragmentLength: fragmentLength)
     }
 
+    /// A video track's encryption as the packager writes it: `cbcs` 1:9 with the constant IV, or `cenc`.
+    static func videoEncryption(_ scheme: CENCScheme) -> TrackEncryption {
+        TrackEncryption(
+            scheme: scheme, keyID: keyID, constantIV: scheme == .cbcs ? MediaFuzzing.iv : nil,
+            cryptBlocks: scheme == .cbcs ? 1 : 0, skipBlocks: scheme == .cbcs ? 9 : 0)
+    }
+
+    /// 8-byte `cenc` IVs counted up from `value`, as the packager counts them.
+    struct IVCounter {
+        var value: UInt64
+
+        mutating func next() -> [UInt8] {
+            defer { value &+= 1 }
+            return (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) }
+        }
+    }
+
     /// Encrypts `clear` as the packager does, writes the init segment and fragments of `fragmentLength`
     /// samples, and reads them back as `verify` does: every sample must decrypt to its clear bytes.
     static func roundTrip(_ track: FragmentedTrack, clear: [[UInt8]], records: [FragmentSample], fragmentLength: Int) {
@@ -304,7 +356,7 @@ enum DifferentialFuzzing {
         else { preconditionFailure("the CENC setup was refused") }
         let initSegment = FragmentedMP4Writer.initSegment(track)
         let tenc: TrackEncryptionBox
-        var parameterSets = H264SliceHeader.ParameterSets()
+        var headers = SliceHeaders.h264(H264SliceHeader.ParameterSets())
         do {
             var top = BoxReader(initSegment, structure: "init")
             let moov = try BoxReader.one("moov", in: try top.boxes(), structure: "init")
@@ -326,9 +378,21 @@ enum DifferentialFuzzing {
             if track.isVideo {
                 var reader = BoxReader(initSegment, range: entry.body, structure: "init")
                 try reader.skip(78)
-                let avcC = try BoxReader.one("avcC", in: try reader.boxes(), structure: "init encv")
-                let record = try AVCConfiguration(extradata: Array(initSegment[avcC.body]))
-                for set in record.sequenceParameterSets + record.pictureParameterSets { try parameterSets.take(set) }
+                let children = try reader.boxes()
+                if let hvcC = children.first(where: { $0.type == "hvcC" }) {
+                    guard case .hevc(_, _, let written) = track.media else { preconditionFailure("hvcC for H.264") }
+                    precondition(Array(initSegment[hvcC.body]) == written, "hvcC is not the builder's")
+                    let record = try HEVCDecoderConfiguration(parsing: Array(initSegment[hvcC.body]))
+                    var state = HEVCClearLength()
+                    for set in record.nalUnits { _ = try state.clearBytes(of: set, structure: "init hvcC") }
+                    headers = .hevc(state)
+                } else {
+                    let avcC = try BoxReader.one("avcC", in: children, structure: "init encv")
+                    let record = try AVCConfiguration(extradata: Array(initSegment[avcC.body]))
+                    var sets = H264SliceHeader.ParameterSets()
+                    for set in record.sequenceParameterSets + record.pictureParameterSets { try sets.take(set) }
+                    headers = .h264(sets)
+                }
             }
         } catch {
             preconditionFailure("the init segment does not read back: \(error)")
@@ -358,7 +422,7 @@ enum DifferentialFuzzing {
             let read: [[UInt8]]
             do {
                 read = try readFragment(
-                    segment, tenc: tenc, decryptor: decryptor, isVideo: track.isVideo, parameterSets: &parameterSets)
+                    segment, tenc: tenc, decryptor: decryptor, isVideo: track.isVideo, headers: &headers)
             } catch {
                 preconditionFailure("fragment \(sequence) does not read back: \(error)")
             }
@@ -373,7 +437,7 @@ enum DifferentialFuzzing {
     /// each sample decrypted.
     static func readFragment(
         _ bytes: [UInt8], tenc: TrackEncryptionBox, decryptor: CENCSampleCipher, isVideo: Bool,
-        parameterSets: inout H264SliceHeader.ParameterSets
+        headers: inout SliceHeaders
     ) throws -> [[UInt8]] {
         var top = BoxReader(bytes, structure: "fragment")
         let boxes = try top.boxes()
@@ -412,16 +476,7 @@ enum DifferentialFuzzing {
                     let length = Int(sample.bigEndianUInt32(at: offset))
                     precondition(length > 0 && length <= sample.count - offset - 4, "NAL length")
                     let nal = (offset + 4)..<(offset + 4 + length)
-                    let type = NALUnitType.of(sample[nal.lowerBound])
-                    var clearBytes = length
-                    if type == NALUnitType.nonIDRSlice || type == NALUnitType.idrSlice {
-                        clearBytes = try sample.withBytes { raw throws(FormatError) in
-                            try H264SliceHeader(
-                                nal: UnsafeRawBufferPointer(rebasing: raw[nal]), parameterSets: parameterSets)
-                        }.storedLength
-                    } else if type == NALUnitType.sequenceParameterSet || type == NALUnitType.pictureParameterSet {
-                        try parameterSets.take(Array(sample[nal]))
-                    }
+                    let clearBytes = try headers.clearBytes(of: Array(sample[nal]))
                     units.append((4 + length, 4 + clearBytes))
                     offset = nal.upperBound
                 }
