@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where a node is in a table of events that every node sharing the store reads by its identity
 /// column (`session_events.seq`, `asset_events.seq`).
