@@ -23,6 +23,19 @@ struct EventCursor: Sendable {
         self.maxGaps = maxGaps
     }
 
+    /// A cursor for a node that starts reading at `latest`, the newest number when it started, given
+    /// `recent`, the numbers of the rows among the `window` numbers up to it. A number in the window
+    /// without a row is a gap from the start, since its transaction may commit after the node read
+    /// the state it starts from; a row after `latest` is left to be read.
+    init(
+        startingAt latest: Int64, recent: [Int64], window: Int64, at now: Date, patience: TimeInterval = 30,
+        maxGaps: Int = 1000
+    ) {
+        self.init(after: max(0, latest - window), patience: patience, maxGaps: maxGaps)
+        for seq in recent.sorted() where seq <= latest { admit(seq, at: now) }
+        if newest < latest { admit(latest, at: now) }
+    }
+
     /// The gaps to ask for again, in order.
     var missing: [Int64] { gaps.keys.sorted() }
 

@@ -132,7 +132,10 @@ public final class Gateway: Sendable {
 
     private func loadCatalog() throws(StoreError) {
         let latest = try store.latestAssetEventSeq()
-        assetCursor.withLock { $0 = EventCursor(after: latest) }
+        let window: Int64 = 1000
+        let recent = try store.assetEvents(after: max(0, latest - window), orAmong: [], limit: Int(window)).map(\.seq)
+        let now = clock.now()
+        assetCursor.withLock { $0 = EventCursor(startingAt: latest, recent: recent, window: window, at: now) }
         let keys = try store.keys()
         for key in keys { catalog.addKey(key) }
         for asset in try store.assets() {

@@ -105,17 +105,23 @@ import Testing
         #expect(elapsed < 1)
     }
 
-    @Test func aRevocationCommittedAfterANewerEventStillReachesEveryNode() throws {
+    /// Node 2 runs before the slow revocation starts, or starts while it is open (after a newer event
+    /// committed: the newest number it starts from is past the revocation's).
+    @Test(arguments: [false, true]) func aRevocationCommittedAfterANewerEventStillReachesEveryNode(
+        nodeStartsMeanwhile: Bool
+    ) throws {
         let url = try database()
         let node1 = try GatewayServer(["--store", url, "--lease", "10m"])
-        let node2 = try GatewayServer(["--store", url, "--lease", "10m"])
+        let running = nodeStartsMeanwhile ? nil : try GatewayServer(["--store", url, "--lease", "10m"])
         let (admin, clip, session, token) = try node1.servingClip()
         let (other, otherToken) = try node1.session("clip", token: admin)
-        // Node 2 holds both sessions and the key.
-        #expect(try node2.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 200)
-        #expect(try node2.call("GET", "/v1/sessions/\(other)", token: admin).status == 200)
+        if let running {
+            // Node 2 holds both sessions and the key.
+            #expect(try running.call("GET", "/v1/keys/\(clip.kid)?token=\(token)").status == 200)
+            #expect(try running.call("GET", "/v1/sessions/\(other)", token: admin).status == 200)
+        }
 
-        // A node revokes `session`: its event takes its number, and the commit is slow (3 s).
+        // A node revokes `session`: its event takes its number, and the commit is slow (4 s).
         let scratch = try TemporaryDirectory()
         let output = scratch.url.path + "/psql.out"
         let slow = try PostgresCluster.shared.get().startQuery(
@@ -127,7 +133,7 @@ import Testing
             INSERT INTO session_events (session_id, session_seq, kind, at, origin)
                 SELECT id, event_seq, 'revoked', extract(epoch FROM now()), 'slow-node' FROM next;
             SELECT pg_notify('guardplay_events', '');
-            SELECT pg_sleep(3);
+            SELECT pg_sleep(4);
             COMMIT;
             """, url: url, output: output)
         #expect(
@@ -136,6 +142,7 @@ import Testing
             })
         // Meanwhile a newer event, a capture report for the other session, commits and node 2 reads it.
         #expect(try node1.reportCapture(session: other, token: otherToken, capturing: true, seq: 1).status == 200)
+        let node2 = try running ?? GatewayServer(["--store", url, "--lease", "10m"])
         #expect(
             eventually(timeout: 2) {
                 (try? node2.call("GET", "/v1/sessions/\(other)", token: admin).text)?.contains(#""state":"capturing""#)

@@ -49,4 +49,17 @@ struct EventCursorTests {
         cursor.admit(1_000_000, at: start)
         #expect(cursor.missing == [999_996, 999_997, 999_998, 999_999])
     }
+
+    @Test func aNodeThatStartsTakesTheNumbersWithoutRowsBeforeItsStartAsGaps() {
+        // Rows 995…1000 exist but 997, whose transaction is still open, and 1002 committed meanwhile.
+        var cursor = EventCursor(startingAt: 1000, recent: [995, 996, 998, 999, 1000, 1002], window: 10, at: start)
+        #expect(cursor.newest == 1000 && cursor.missing == [991, 992, 993, 994, 997])
+        #expect(cursor.isNew(1002) && cursor.isNew(997) && !cursor.isNew(998))
+        let late = cursor.admit(997, at: start + 1)
+        #expect(late && cursor.missing == [991, 992, 993, 994])
+        // A store with fewer events than the window; and one whose newest row went meanwhile.
+        #expect(EventCursor(startingAt: 3, recent: [1, 2, 3], window: 10, at: start).missing.isEmpty)
+        let pruned = EventCursor(startingAt: 5, recent: [1, 2], window: 10, at: start)
+        #expect(pruned.newest == 5 && pruned.missing == [3, 4])
+    }
 }
