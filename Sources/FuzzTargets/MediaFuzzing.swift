@@ -37,14 +37,27 @@ enum MediaFuzzing {
         }
     }
 
-    /// The H.264 readers: Annex-B splitting, each SPS, an avcC record, the CODECS string.
+    /// The H.264 readers: an avcC record, Annex-B splitting, each SPS with its CODECS string, and each
+    /// slice header against the SPS and PPS collected in order, as the CMAF packager reads them.
     static func h264(_ data: UnsafeRawBufferPointer) {
         _ = try? AVCConfiguration(extradata: Array(data))
+        var sets = H264SliceHeader.ParameterSets()
         for range in NALUnitSplitter.annexB(data) {
             let nal = Array(data[range])
-            guard let header = nal.first, NALUnitType.of(header) == 7 else { continue }
-            _ = try? H264SequenceParameterSet(nal: nal)
-            _ = H264CodecString.make(sps: nal)
+            guard let header = nal.first else { continue }
+            switch NALUnitType.of(header) {
+            case NALUnitType.sequenceParameterSet:
+                _ = try? H264SequenceParameterSet(nal: nal)
+                _ = H264CodecString.make(sps: nal)
+                try? sets.take(nal)
+            case NALUnitType.pictureParameterSet:
+                try? sets.take(nal)
+            case NALUnitType.nonIDRSlice, NALUnitType.idrSlice:
+                let slice = try? H264SliceHeader(
+                    nal: UnsafeRawBufferPointer(rebasing: data[range]), parameterSets: sets)
+                precondition((slice?.storedLength ?? 0) <= nal.count, "a slice header longer than its NAL unit")
+            default: break
+            }
         }
     }
 
