@@ -53,7 +53,9 @@ final class Chromium: @unchecked Sendable {
         close(fromChromium[1])
         commands = toChromium[1]
         replies = fromChromium[0]
-        let thread = Thread { [self] in readReplies() }
+        // The reader holds the browser weakly: a strong reference kept it (and its 100–200 MB profile
+        // directory, which its deinit removes) alive until the test process exited.
+        let thread = Thread { [weak self, replies] in Self.readReplies(replies) { self } }
         thread.name = "cdp-reader"
         thread.start()
     }
@@ -66,7 +68,9 @@ final class Chromium: @unchecked Sendable {
     /// What Chromium wrote to standard error, for messages.
     var log: String { (try? String(contentsOfFile: profile.path("chromium.log"), encoding: .utf8)) ?? "" }
 
-    private func readReplies() {
+    /// Reads the browser's messages from `replies` until it closes its end, handing each to the
+    /// browser while `browser()` still gives one; then closes the descriptor and tells the waiters.
+    private static func readReplies(_ replies: Int32, browser: () -> Chromium?) {
         var pending: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
@@ -80,14 +84,15 @@ final class Chromium: @unchecked Sendable {
                 guard let json = (try? JSONSerialization.jsonObject(with: Data(message))) as? [String: Any] else {
                     continue
                 }
-                handle(json)
+                browser()?.handle(json)
             }
         }
         close(replies)
-        condition.lock()
-        closed = true
-        condition.broadcast()
-        condition.unlock()
+        guard let browser = browser() else { return }
+        browser.condition.lock()
+        browser.closed = true
+        browser.condition.broadcast()
+        browser.condition.unlock()
     }
 
     private func handle(_ message: [String: Any]) {

@@ -32,6 +32,7 @@ enum Dist {
         do { try FileManager.default.copyItem(atPath: directory, toPath: copy) } catch {
             return .failure(DistError(message: "\(error)"))
         }
+        RemovedAtExit.add(copy)
         return .success(Artefacts(directory: copy, version: version))
     }()
 

@@ -74,7 +74,8 @@ func guardPlay(_ arguments: [String], environment: [String: String] = [:], timeo
     try run(guardPlayBinary, arguments, environment: environment, timeout: timeout)
 }
 
-/// A fresh directory under the system's temporary directory, removed when the value is released.
+/// A fresh directory under the system's temporary directory, removed when the value is released (or,
+/// for a fixture held in a `static let`, which Swift never releases, at exit: `removedAtExit()`).
 final class TemporaryDirectory {
     let url: URL
 
@@ -87,4 +88,34 @@ final class TemporaryDirectory {
 
     /// A path inside the directory.
     func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    /// Has the directory removed when the test process exits too: a suite's fixture made once and held
+    /// in a `static let` lives until then, and its deinit never runs. Returns the directory.
+    @discardableResult
+    func removedAtExit() -> Self {
+        RemovedAtExit.add(url.path)
+        return self
+    }
+}
+
+/// Paths the test process removes as it exits (`atexit`).
+enum RemovedAtExit {
+    private static let paths = NSLock()
+    nonisolated(unsafe) private static var list: [String] = []
+
+    /// Removes `path` (a file or a whole directory) at exit.
+    static func add(_ path: String) {
+        paths.lock()
+        list.append(path)
+        let first = list.count == 1
+        paths.unlock()
+        if first { atexit { RemovedAtExit.removeAll() } }
+    }
+
+    private static func removeAll() {
+        paths.lock()
+        let all = list
+        paths.unlock()
+        for path in all { try? FileManager.default.removeItem(atPath: path) }
+    }
 }

@@ -43,8 +43,10 @@ import Testing
         let short: String
 
         init() throws {
+            // Held by `shared` until the process exits, so removed then.
             server = try GatewayServer()
-            scratch = try TemporaryDirectory()
+            server.directory.removedAtExit()
+            scratch = try TemporaryDirectory().removedAtExit()
             let admin = try server.token("admin")
             // 66 s of 960×540 at 24 fps, detailed and moving so that no two seconds look alike: FFmpeg's
             // test pattern half blended with a blurred game of life, which keeps changing everywhere.
