@@ -442,7 +442,8 @@ extension DifferentialFuzzing {
                 // The packager drops the delimiter and the parameter sets (they go to hvcC), keeps the rest
                 // length-prefixed: an SEI clear, a slice segment clear to the end of its header.
                 guard let clear else { continue }
-                sample += bigEndian(UInt32(nal.count)) + nal
+                sample.appendBigEndian(UInt32(nal.count))
+                sample += nal
                 expected.append((4 + nal.count, 4 + clear))
             }
             let ranges = bytes.withUnsafeBytes { NALUnitSplitter.annexB($0) }
@@ -451,10 +452,6 @@ extension DifferentialFuzzing {
                     bytes: bytes, nalUnits: ranges, isSync: picture.isIRAP, sample: sample, units: expected))
         }
         return units
-    }
-
-    static func bigEndian(_ value: UInt32) -> [UInt8] {
-        (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) }
     }
 
     /// Packages `video` as CMAF with `scheme` through `HEVCSampleBuilder`, checking each sample and its
