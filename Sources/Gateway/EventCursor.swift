@@ -23,6 +23,9 @@ struct EventCursor: Sendable {
         self.maxGaps = maxGaps
     }
 
+    /// How many numbers up to the newest a node that starts reads again (`init(startingAt:…)`).
+    static let startWindow: Int64 = 1000
+
     /// A cursor for a node that starts reading at `latest`, the newest number when it started, given
     /// `recent`, the numbers of the rows among the `window` numbers up to it. A number in the window
     /// without a row is a gap from the start, since its transaction may commit after the node read

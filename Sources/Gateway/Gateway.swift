@@ -132,7 +132,7 @@ public final class Gateway: Sendable {
 
     private func loadCatalog() throws(StoreError) {
         let latest = try store.latestAssetEventSeq()
-        let window: Int64 = 1000
+        let window = EventCursor.startWindow
         let recent = try store.assetEvents(after: max(0, latest - window), orAmong: [], limit: Int(window)).map(\.seq)
         let now = clock.now()
         assetCursor.withLock { $0 = EventCursor(startingAt: latest, recent: recent, window: window, at: now) }

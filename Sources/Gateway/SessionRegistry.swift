@@ -49,7 +49,7 @@ public final class SessionRegistry: Sendable {
     func load() throws(StoreError) {
         let now = clock.now()
         let latest = try store.latestSessionEventSeq()
-        let window: Int64 = 1000
+        let window = EventCursor.startWindow
         let recent = try store.sessionEvents(after: max(0, latest - window), orAmong: [], limit: Int(window)).map(\.seq)
         eventCursor.withLock { $0 = EventCursor(startingAt: latest, recent: recent, window: window, at: now) }
         let records = try store.sessions(unexpiredAt: now)
