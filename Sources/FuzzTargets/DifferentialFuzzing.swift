@@ -32,35 +32,6 @@ enum DifferentialFuzzing {
         for scheme in [CENCScheme.cbcs, .cenc] { fragmentedHEVC(hevc, scheme: scheme, fragmentLength: fragmentLength) }
     }
 
-    /// What the verifier knows of a video track's slice headers, to recompute each NAL unit's clear
-    /// bytes: H.264's parameter sets, or HEVC's with the last independent slice segment.
-    enum SliceHeaders {
-        case h264(H264SliceHeader.ParameterSets)
-        case hevc(HEVCClearLength)
-
-        /// The clear bytes of `nal` (stored bytes, no length prefix); a parameter set is taken in.
-        mutating func clearBytes(of nal: [UInt8]) throws(FormatError) -> Int {
-            switch self {
-            case .h264(var sets):
-                let type = NALUnitType.of(nal[0])
-                var clear = nal.count
-                if type == NALUnitType.nonIDRSlice || type == NALUnitType.idrSlice {
-                    clear = try nal.withBytes { raw throws(FormatError) in
-                        try H264SliceHeader(nal: raw, parameterSets: sets)
-                    }.storedLength
-                } else if type == NALUnitType.sequenceParameterSet || type == NALUnitType.pictureParameterSet {
-                    try sets.take(nal)
-                }
-                self = .h264(sets)
-                return clear
-            case .hevc(var state):
-                let clear = try state.clearBytes(of: nal, structure: "fragment NAL unit")
-                self = .hevc(state)
-                return clear
-            }
-        }
-    }
-
     // MARK: The stream
 
     /// Writes RBSP syntax elements (H.264 §7.2).
@@ -356,7 +327,7 @@ enum DifferentialFuzzing {
         else { preconditionFailure("the CENC setup was refused") }
         let initSegment = FragmentedMP4Writer.initSegment(track)
         let tenc: TrackEncryptionBox
-        var headers = SliceHeaders.h264(H264SliceHeader.ParameterSets())
+        var headers: any NALClearLength = H264ClearLength()
         do {
             var top = BoxReader(initSegment, structure: "init")
             let moov = try BoxReader.one("moov", in: try top.boxes(), structure: "init")
@@ -385,13 +356,15 @@ enum DifferentialFuzzing {
                     let record = try HEVCDecoderConfiguration(parsing: Array(initSegment[hvcC.body]))
                     var state = HEVCClearLength()
                     for set in record.nalUnits { _ = try state.clearBytes(of: set, structure: "init hvcC") }
-                    headers = .hevc(state)
+                    headers = state
                 } else {
                     let avcC = try BoxReader.one("avcC", in: children, structure: "init encv")
                     let record = try AVCConfiguration(extradata: Array(initSegment[avcC.body]))
-                    var sets = H264SliceHeader.ParameterSets()
-                    for set in record.sequenceParameterSets + record.pictureParameterSets { try sets.take(set) }
-                    headers = .h264(sets)
+                    var state = H264ClearLength()
+                    for set in record.sequenceParameterSets + record.pictureParameterSets {
+                        _ = try state.clearBytes(of: set, structure: "init avcC")
+                    }
+                    headers = state
                 }
             }
         } catch {
@@ -437,7 +410,7 @@ enum DifferentialFuzzing {
     /// each sample decrypted.
     static func readFragment(
         _ bytes: [UInt8], tenc: TrackEncryptionBox, decryptor: CENCSampleCipher, isVideo: Bool,
-        headers: inout SliceHeaders
+        headers: inout any NALClearLength
     ) throws -> [[UInt8]] {
         var top = BoxReader(bytes, structure: "fragment")
         let boxes = try top.boxes()
@@ -476,7 +449,7 @@ enum DifferentialFuzzing {
                     let length = Int(sample.bigEndianUInt32(at: offset))
                     precondition(length > 0 && length <= sample.count - offset - 4, "NAL length")
                     let nal = (offset + 4)..<(offset + 4 + length)
-                    let clearBytes = try headers.clearBytes(of: Array(sample[nal]))
+                    let clearBytes = try headers.clearBytes(of: Array(sample[nal]), structure: "fragment NAL unit")
                     units.append((4 + length, 4 + clearBytes))
                     offset = nal.upperBound
                 }

@@ -62,6 +62,51 @@ func forEachNALUnit(
     if position >= nalUnits.count { try inserted() }
 }
 
+/// The clear bytes of a codec's NAL units under CENC, one NAL unit at a time in stream order, from
+/// each slice's own header parse: the packager's builders, `verify` and the fuzz oracle share it.
+public protocol NALClearLength {
+    /// The clear bytes of `nal` (stored bytes, header included, no length prefix); a parameter set is
+    /// taken for the slices after it. Throws a `FormatError` naming `structure` for a NAL unit that
+    /// does not parse or that GuardPlay refuses.
+    mutating func clearBytes(of nal: [UInt8], structure: String) throws(FormatError) -> Int
+}
+
+/// The clear bytes of H.264 NAL units under CENC: a slice keeps its NAL header and its whole
+/// `slice_header()` clear, counted in stored (escaped) bytes and rounded up to a byte; every other NAL
+/// unit is clear. Data partitioning, SVC and MVC NAL units are refused, since the clear ranges here are
+/// those of plain slices.
+public struct H264ClearLength: NALClearLength {
+    /// The parameter sets seen so far, by ID.
+    public private(set) var parameterSets = H264SliceHeader.ParameterSets()
+
+    /// A state that has seen no NAL unit.
+    public init() {}
+
+    /// The clear bytes of `nal`, as `clearBytes(of:structure:)` for bytes in place.
+    public mutating func clearBytes(of nal: UnsafeRawBufferPointer, structure: String) throws(FormatError) -> Int {
+        guard let first = nal.first else { return 0 }
+        let type = NALUnitType.of(first)
+        switch type {
+        case NALUnitType.nonIDRSlice, NALUnitType.idrSlice:
+            return try H264SliceHeader(nal: nal, parameterSets: parameterSets).storedLength
+        case NALUnitType.sequenceParameterSet, NALUnitType.pictureParameterSet:
+            try parameterSets.take(Array(nal))
+        case 2, 3, 4, 14, 15, 20, 21:
+            throw FormatError(
+                structure,
+                "type \(type) (data partitioning, SVC or MVC) is not packaged: CENC's clear ranges are defined "
+                    + "here for plain slices only", kind: .unsupported)
+        default:
+            break
+        }
+        return nal.count
+    }
+
+    public mutating func clearBytes(of nal: [UInt8], structure: String) throws(FormatError) -> Int {
+        try nal.withBytes { raw throws(FormatError) in try clearBytes(of: raw, structure: structure) }
+    }
+}
+
 /// Turns the packager's Annex-B H.264 access units into CMAF samples: 4-byte NAL lengths, no access
 /// unit delimiters, the first parameter sets moved to `avcC` (later ones that differ kept in band), and
 /// for each NAL unit the bytes that stay clear under CENC, from its own slice-header parse.
@@ -69,8 +114,7 @@ func forEachNALUnit(
 /// The packager and the verifier run the same builder, so the verifier's expected samples come from
 /// exactly the conversion the packager applied; the verifier's slice-header check is separate.
 public struct H264SampleBuilder: CMAFSampleBuilding {
-    /// The parameter sets seen so far, by ID, for slice-header parses.
-    public private(set) var parameterSets = H264SliceHeader.ParameterSets()
+    private var clearLength = H264ClearLength()
     /// The SPS and PPS of the first access unit: the init segment's `avcC`.
     public private(set) var sequenceParameterSets: [[UInt8]] = []
     public private(set) var pictureParameterSets: [[UInt8]] = []
@@ -92,13 +136,10 @@ public struct H264SampleBuilder: CMAFSampleBuilding {
             (nal, index, _) throws(FormatError) in
             guard !nal.isEmpty else { return }
             let type = NALUnitType.of(nal[0])
-            var clear = nal.count
-            switch type {
-            case NALUnitType.accessUnitDelimiter:
-                return
-            case NALUnitType.sequenceParameterSet, NALUnitType.pictureParameterSet:
+            if type == NALUnitType.accessUnitDelimiter { return }
+            let clear = try clearLength.clearBytes(of: nal, structure: "H.264 NAL unit \(index)")
+            if type == NALUnitType.sequenceParameterSet || type == NALUnitType.pictureParameterSet {
                 let set = Array(nal)
-                try self.parameterSets.take(set)
                 if !configured {
                     if type == NALUnitType.sequenceParameterSet {
                         sequenceParameterSets.append(set)
@@ -108,16 +149,6 @@ public struct H264SampleBuilder: CMAFSampleBuilding {
                     return
                 }
                 if sequenceParameterSets.contains(set) || pictureParameterSets.contains(set) { return }
-            case NALUnitType.nonIDRSlice, NALUnitType.idrSlice:
-                let header = try H264SliceHeader(nal: nal, parameterSets: self.parameterSets)
-                clear = header.storedLength
-            case 2, 3, 4, 14, 15, 20, 21:
-                throw FormatError(
-                    "H.264 NAL unit \(index)",
-                    "type \(type) (data partitioning, SVC or MVC) is not packaged: CENC's clear ranges are defined "
-                        + "here for plain slices only")
-            default:
-                break
             }
             output.appendLengthPrefixed(nal)
             units.append((4 + nal.count, 4 + clear))

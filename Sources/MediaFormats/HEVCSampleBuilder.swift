@@ -3,7 +3,7 @@
 ///
 /// A VCL NAL unit keeps its 2-byte header and its whole `slice_segment_header()` clear, counted in
 /// stored (escaped) bytes and rounded up to a byte; every other NAL unit is clear.
-public struct HEVCClearLength: Sendable {
+public struct HEVCClearLength: NALClearLength, Sendable {
     /// The parameter sets seen so far, by ID.
     public private(set) var parameterSets = HEVCParameterSets()
     private var previous: HEVCSliceSegmentHeader?

@@ -325,20 +325,16 @@ struct FragmentedVerification {
         var cipher = info.scheme.flatMap {
             try? CENCSampleCipher(scheme: $0, key: trackKey(info) ?? [], encrypt: false)
         }
-        var parameterSets = H264SliceHeader.ParameterSets()
-        var hevc = HEVCClearLength()
+        var clearLength: any NALClearLength = info.codec == "hevc" ? HEVCClearLength() : H264ClearLength()
         // The init segment's parameter sets (avcC or hvcC), which slices of the segments after it use.
         func takeParameterSets(of info: TrackInfo, from map: String) {
-            if info.codec == "hevc" {
-                for (index, set) in info.parameterSets.enumerated() {
-                    do {
-                        _ = try hevc.clearBytes(of: set, structure: "\(map) hvcC NAL unit \(index)")
-                    } catch {
-                        problem("\(error)")
-                    }
+            let record = info.codec == "hevc" ? "hvcC" : "avcC"
+            for (index, set) in info.parameterSets.enumerated() {
+                do {
+                    _ = try clearLength.clearBytes(of: set, structure: "\(map) \(record) NAL unit \(index)")
+                } catch {
+                    problem("\(error)")
                 }
-            } else {
-                for set in info.parameterSets { try? parameterSets.take(set) }
             }
         }
         takeParameterSets(of: info, from: map)
@@ -392,7 +388,7 @@ struct FragmentedVerification {
             do {
                 samples = try readFragment(
                     bytes, place: place, sequence: index + 1, info: info, nextDecodeTime: &nextDecodeTime,
-                    duration: segment.duration, parameterSets: &parameterSets, hevc: &hevc, cipher: cipher,
+                    duration: segment.duration, clearLength: &clearLength, cipher: cipher,
                     check: &check)
             } catch {
                 problem("\(error)")
@@ -438,7 +434,7 @@ struct FragmentedVerification {
     /// Checks one fragment and returns its samples, decrypted.
     private func readFragment(
         _ bytes: [UInt8], place: String, sequence: Int, info: TrackInfo, nextDecodeTime: inout UInt64?,
-        duration: Double, parameterSets: inout H264SliceHeader.ParameterSets, hevc: inout HEVCClearLength,
+        duration: Double, clearLength: inout any NALClearLength,
         cipher: CENCSampleCipher?,
         check: inout VerificationReport.StreamCheck
     ) throws(FormatError) -> [[UInt8]] {
@@ -541,36 +537,7 @@ struct FragmentedVerification {
             var sample = Array(bytes[start..<(start + sizes[index])])
             start += sizes[index]
             if info.isVideo {
-                var units: [(size: Int, clear: Int)] = []
-                var offset = 0
-                if info.codec == "hevc" {
-                    units = try Self.hevcUnits(sample, index: index, place: place, state: &hevc)
-                    offset = sample.count
-                }
-                while offset < sample.count {
-                    guard sample.count - offset >= 4 else {
-                        throw FormatError(place, "sample \(index) ends inside a NAL length")
-                    }
-                    let length = Int(sample.bigEndianUInt32(at: offset))
-                    guard length > 0, length <= sample.count - offset - 4 else {
-                        throw FormatError(
-                            place, "sample \(index): NAL length \(length) at \(offset) runs past the sample")
-                    }
-                    let range = (offset + 4)..<(offset + 4 + length)
-                    let type = NALUnitType.of(sample[range.lowerBound])
-                    var clear = length
-                    if type == NALUnitType.nonIDRSlice || type == NALUnitType.idrSlice {
-                        let header = try sample.withBytes { raw throws(FormatError) in
-                            try H264SliceHeader(
-                                nal: UnsafeRawBufferPointer(rebasing: raw[range]), parameterSets: parameterSets)
-                        }
-                        clear = header.storedLength
-                    } else if type == NALUnitType.sequenceParameterSet || type == NALUnitType.pictureParameterSet {
-                        try parameterSets.take(Array(sample[range]))
-                    }
-                    units.append((4 + length, 4 + clear))
-                    offset = range.upperBound
-                }
+                let units = try Self.units(sample, index: index, place: place, state: &clearLength)
                 if let cipher {
                     let recomputed = SubsampleMap.make(units, scheme: cipher.scheme)
                     guard recomputed == records[index].subsamples else {
@@ -610,9 +577,9 @@ struct FragmentedVerification {
         return try HEVCDecoderConfiguration(parsing: Array(bytes[hvcC.body]), structure: structure + " hvcC")
     }
 
-    /// Each NAL unit of the length-prefixed HEVC `sample` as its stored size and clear bytes, from its
-    /// own slice segment header parse.
-    private static func hevcUnits(_ sample: [UInt8], index: Int, place: String, state: inout HEVCClearLength)
+    /// Each NAL unit of the length-prefixed video `sample` as its stored size and clear bytes, from its
+    /// own slice header parse.
+    private static func units(_ sample: [UInt8], index: Int, place: String, state: inout any NALClearLength)
         throws(FormatError) -> [(size: Int, clear: Int)]
     {
         var units: [(size: Int, clear: Int)] = []

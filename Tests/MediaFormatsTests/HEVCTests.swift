@@ -16,45 +16,56 @@ struct EncodedClip {
 
     /// Encodes one second of test pattern with `arguments` added to the ffmpeg command line.
     init(_ name: String, _ arguments: [String]) throws {
+        let clip = try Self.encode("hevc-\(name)", encoder: "libx265", format: "hevc", arguments)
+        nalUnits = clip.nalUnits
+        oracleBits = Self.sliceHeaderEnds(clip.trace)
+    }
+
+    /// Encodes 0.8 s of test pattern with `encoder` and `arguments` as a raw `format` stream; returns its
+    /// NAL units and FFmpeg's `trace_headers` of it.
+    static func encode(_ name: String, encoder: String, format: String, _ arguments: [String]) throws -> (
+        nalUnits: [[UInt8]], trace: String
+    ) {
         let directory = try Self.scratchDirectory(name)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let clip = directory + "/clip.hevc"
+        let clip = directory + "/clip." + format
         try Self.run(
             [
                 "/usr/bin/ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
                 "testsrc2=size=352x288:rate=25", "-t", "0.8",
-            ] + arguments + ["-c:v", "libx265", "-f", "hevc", "-y", clip], errors: directory + "/encode.txt")
+            ] + arguments + ["-c:v", encoder, "-f", format, "-y", clip], errors: directory + "/encode.txt")
+        let stream = [UInt8](try Data(contentsOf: URL(fileURLWithPath: clip)))
+        return (
+            stream.withUnsafeBytes { NALUnitSplitter.annexB($0) }.map { Array(stream[$0]) },
+            try trace(clip, format: format, in: directory)
+        )
+    }
+
+    /// FFmpeg's `trace_headers` of the raw `format` stream `clip`, written in `directory` on the way.
+    private static func trace(_ clip: String, format: String, in directory: String) throws -> String {
         let trace = directory + "/trace.txt"
         try Self.run(
             [
-                "/usr/bin/ffmpeg", "-nostdin", "-nostats", "-hide_banner", "-i", clip, "-c:v", "copy", "-bsf:v",
-                "trace_headers", "-f", "null", "-",
+                "/usr/bin/ffmpeg", "-nostdin", "-nostats", "-hide_banner", "-f", format, "-i", clip, "-c:v", "copy",
+                "-bsf:v", "trace_headers", "-f", "null", "-",
             ], errors: trace)
-        let stream = [UInt8](try Data(contentsOf: URL(fileURLWithPath: clip)))
-        nalUnits = stream.withUnsafeBytes { NALUnitSplitter.annexB($0) }.map { Array(stream[$0]) }
-        oracleBits = Self.sliceHeaderEnds(try String(contentsOfFile: trace, encoding: .utf8))
+        return try String(contentsOfFile: trace, encoding: .utf8)
     }
 
     /// A stream of the given NAL units, written as Annex B, with FFmpeg's trace of it.
     init(name: String, nalUnits: [[UInt8]]) throws {
-        let directory = try Self.scratchDirectory(name)
+        let directory = try Self.scratchDirectory("hevc-" + name)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let clip = directory + "/clip.hevc"
         try Data(nalUnits.flatMap { [0, 0, 0, 1] + $0 }).write(to: URL(fileURLWithPath: clip))
-        let trace = directory + "/trace.txt"
-        try Self.run(
-            [
-                "/usr/bin/ffmpeg", "-nostdin", "-nostats", "-hide_banner", "-f", "hevc", "-i", clip, "-c:v", "copy",
-                "-bsf:v", "trace_headers", "-f", "null", "-",
-            ], errors: trace)
         self.nalUnits = nalUnits
-        oracleBits = Self.sliceHeaderEnds(try String(contentsOfFile: trace, encoding: .utf8))
+        oracleBits = Self.sliceHeaderEnds(try Self.trace(clip, format: "hevc", in: directory))
     }
 
     /// A new empty directory for clip `name`, which the caller removes.
     private static func scratchDirectory(_ name: String) throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "guardplay-hevc-\(getpid())-\(name)"
+            "guardplay-\(getpid())-\(name)"
         ).path
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
