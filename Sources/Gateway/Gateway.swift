@@ -180,20 +180,21 @@ public final class Gateway: Sendable {
                     log("store: asset events: \(error)")
                     return
                 }
-                for event in events where cursor.isNew(event.seq) {
-                    if catalog.asset(event.assetID) != nil {
-                        do {
-                            if let record = try store.asset(event.assetID) {
-                                catalog.setPolicy(
-                                    asset: event.assetID, denyKeysWhileCapturing: record.denyKeysWhileCapturing)
-                            }
-                        } catch {
-                            log("store: asset \(event.assetID): \(error)")
-                            return
+                let fresh = events.filter { cursor.isNew($0.seq) }
+                // Each asset of the batch read once, however many events it has in it.
+                var seen = Set<String>()
+                for assetID in fresh.map(\.assetID) where seen.insert(assetID).inserted {
+                    guard catalog.asset(assetID) != nil else { continue }
+                    do {
+                        if let record = try store.asset(assetID) {
+                            catalog.setPolicy(asset: assetID, denyKeysWhileCapturing: record.denyKeysWhileCapturing)
                         }
+                    } catch {
+                        log("store: asset \(assetID): \(error)")
+                        return
                     }
-                    cursor.admit(event.seq, at: clock.now())
                 }
+                for event in fresh { cursor.admit(event.seq, at: clock.now()) }
                 if events.count < 1000 { break }
             }
             cursor.expire(at: clock.now())
