@@ -100,22 +100,22 @@ final class TemporaryDirectory {
 
 /// Paths the test process removes as it exits (`atexit`).
 enum RemovedAtExit {
-    private static let paths = NSLock()
-    nonisolated(unsafe) private static var list: [String] = []
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var paths: [String] = []
 
     /// Removes `path` (a file or a whole directory) at exit.
     static func add(_ path: String) {
-        paths.lock()
-        list.append(path)
-        let first = list.count == 1
-        paths.unlock()
+        lock.lock()
+        paths.append(path)
+        let first = paths.count == 1
+        lock.unlock()
         if first { atexit { RemovedAtExit.removeAll() } }
     }
 
     private static func removeAll() {
-        paths.lock()
-        let all = list
-        paths.unlock()
+        lock.lock()
+        let all = paths
+        lock.unlock()
         for path in all { try? FileManager.default.removeItem(atPath: path) }
     }
 }
