@@ -95,6 +95,17 @@ enum WatermarkCommand {
 
         let scratch = try scratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: scratch) }
+        // The scratch directory holds decrypted copies of the asset: an interrupted detection removes it
+        // too. The detector cannot be cancelled, so the process ends there (status 130); a worker may
+        // still be writing a file into the directory as it goes, hence more than one try.
+        let trap = InterruptTrap(
+            onSignal: {
+                for _ in 0..<5 {
+                    if (try? FileManager.default.removeItem(atPath: scratch)) != nil { break }
+                }
+                _exit(130)
+            }, lastResort: {})
+        defer { trap.release() }
         let started = Date()
         let detection = try packaging { () throws(PackagingError) in
             try WatermarkDetector(asset: asset, threads: threads).detect(suspect, scratch: scratch)

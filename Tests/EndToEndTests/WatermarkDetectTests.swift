@@ -316,6 +316,39 @@ import Testing
         #expect(text.hasPrefix("no match"), "\(text)")
     }
 
+    /// A detection stopped by SIGTERM or SIGINT while it works removes its scratch directory, which holds
+    /// decrypted copies of the asset, and exits 130 (a process the signal simply killed would end with
+    /// 143 or 130 and leave the directory behind).
+    @Test(arguments: [SIGTERM, SIGINT])
+    func aDetectionStoppedByASignalRemovesTheDecryptedCopiesItMade(signal: Int32) throws {
+        let leak = try Self.shared.get()
+        let temporary = try TemporaryDirectory()
+        let logs = try TemporaryDirectory()
+        var environment = leak.server.environment
+        environment["TMPDIR"] = temporary.url.path
+        let process = try SpawnedProcess(
+            [
+                guardPlayBinary, "watermark", "detect", leak.reencoded, "--asset", "marked", "--data",
+                leak.server.dataDirectory,
+            ], environment: environment, errors: logs.path("stderr"))
+        defer { process.end() }
+        func scratch() -> [String] {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: temporary.url.path)) ?? []
+            return names.flatMap { name in
+                [name] + ((try? FileManager.default.subpathsOfDirectory(atPath: temporary.path(name))) ?? [])
+            }
+        }
+        // Stopped once the scratch directory has files in it: a detection under way.
+        let working = eventually(timeout: 60) { scratch().count >= 2 || !process.isRunning }
+        try #require(working && process.isRunning, "the detection never wrote to \(temporary.url.path)")
+        #expect(scratch().first?.hasPrefix("guard-play-watermark-") == true, "\(scratch())")
+        process.signal(signal)
+        let status = process.wait(timeout: 30)
+        let errors = (try? String(contentsOfFile: logs.path("stderr"), encoding: .utf8)) ?? ""
+        #expect(status == 130, "\(errors)")
+        #expect(scratch() == [], "\(errors)")
+    }
+
     @Test func aShortCopyAStillAudioAndBadAssetsGetTheirOwnExitCodes() throws {
         let leak = try Self.shared.get()
         let short = try leak.detect(leak.short)
