@@ -68,7 +68,9 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "ControlAPI",
-            dependencies: ["HTTPServer", "Gateway", "Store", "Crypto", "CaptureMonitor", "SystemSupport"],
+            dependencies: [
+                "HTTPServer", "Gateway", "Store", "Crypto", "CaptureMonitor", "SystemSupport", "MediaFormats",
+            ],
             swiftSettings: strict),
 
         .executableTarget(

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import MediaFormats
 
 /// The gateway's own web player: a page and its stylesheet and JavaScript modules, written in
 /// `web/player/` and embedded by `scripts/embed-web-player.sh`. No third-party code: MSE takes the
@@ -37,24 +38,8 @@ enum WebPlayerAssets {
             "{{license}}": "/v1/licenses/clearkey",
         ]
         for (placeholder, value) in values {
-            text = text.replacing(placeholder, with: escaped(value))
+            text = text.replacing(placeholder, with: MarkupElement.escaped(value))
         }
         return text
-    }
-
-    /// `text` safe inside a quoted HTML attribute.
-    static func escaped(_ text: String) -> String {
-        var out = ""
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(character)
-            }
-        }
-        return out
     }
 }

@@ -20,8 +20,9 @@ enum DASHFuzzing {
         }
     }
 
-    /// Characters the writer's escaped strings are drawn from: XML's specials, spaces, non-ASCII.
-    static let alphabet = Array("aZ09_-./:?=$%&<>\"' \u{e9}\u{1F600}")
+    /// Characters the writer's escaped strings are drawn from: XML's specials, spaces, tab and line
+    /// breaks, non-ASCII.
+    static let alphabet = Array("aZ09_-./:?=$%&<>\"' \t\n\r\u{e9}\u{1F600}")
     /// Characters of an RFC 6381 codec string, which the writer puts in unescaped.
     static let codecAlphabet = Array("avc1.64001Fmp4a.40.2hvc1.L93.B0ec-3")
 

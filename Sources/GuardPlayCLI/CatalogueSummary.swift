@@ -1,4 +1,5 @@
 import FoundationEssentials
+import MediaFormats
 import SystemSupport
 
 /// A catalogue run's results in the three forms it reports them: a last line, JSON and JUnit XML.
@@ -76,21 +77,6 @@ struct CatalogueSummary {
         return lines.joined(separator: "\n")
     }
 
-    /// `text` escaped for an XML attribute or element; control characters XML 1.0 forbids become U+FFFD.
-    private func xml(_ text: String) -> String {
-        var escaped = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"": escaped += "&quot;"
-            case "\n": escaped += "&#10;"
-            case "\t": escaped += "&#9;"
-            case _ where scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF: escaped += "\u{FFFD}"
-            default: escaped.unicodeScalars.append(scalar)
-            }
-        }
-        return escaped
-    }
+    /// `text` escaped for the report's XML attributes and elements.
+    private func xml(_ text: String) -> String { MarkupElement.escaped(text) }
 }

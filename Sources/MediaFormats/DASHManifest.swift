@@ -115,22 +115,6 @@ public struct DASHManifest {
         }.joined(separator: "-")
     }
 
-    /// `text` with the five XML special characters escaped, for attribute values and text.
-    public static func escaped(_ text: String) -> String {
-        var out = ""
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&apos;"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
-
     /// An ISO 8601 duration such as `PT10.020S`.
     static func isoDuration(_ seconds: Double) -> String { String(cFormat: "PT%.3fS", max(seconds, 0)) }
 
@@ -171,7 +155,7 @@ public struct DASHManifest {
         var set =
             "    <AdaptationSet id=\"\(id)\" contentType=\"\(rep.contentType)\" "
             + "mimeType=\"\(rep.contentType)/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\""
-        if let language = rep.language { set += " lang=\"\(Self.escaped(language))\"" }
+        if let language = rep.language { set += " lang=\"\(MarkupElement.escaped(language))\"" }
         lines.append(set + ">")
         if let scheme {
             lines.append(
@@ -179,13 +163,14 @@ public struct DASHManifest {
                     + "cenc:default_KID=\"\(Self.uuid(keyID))\"/>")
             if let licenseURL {
                 lines.append("      <ContentProtection schemeIdUri=\"\(Self.clearKeySystem)\" value=\"ClearKey1.0\">")
-                lines.append("        <dashif:Laurl>\(Self.escaped(licenseURL))</dashif:Laurl>")
+                lines.append("        <dashif:Laurl>\(MarkupElement.escaped(licenseURL))</dashif:Laurl>")
                 lines.append("      </ContentProtection>")
             } else {
                 lines.append("      <ContentProtection schemeIdUri=\"\(Self.clearKeySystem)\" value=\"ClearKey1.0\"/>")
             }
         }
-        var attributes = "id=\"\(Self.escaped(rep.id))\" codecs=\"\(rep.codecs)\" bandwidth=\"\(rep.bandwidth)\""
+        var attributes =
+            "id=\"\(MarkupElement.escaped(rep.id))\" codecs=\"\(rep.codecs)\" bandwidth=\"\(rep.bandwidth)\""
         if let width = rep.width, let height = rep.height {
             attributes += " width=\"\(width)\" height=\"\(height)\""
         }
@@ -200,7 +185,7 @@ public struct DASHManifest {
         }
         lines.append(
             "        <SegmentTemplate timescale=\"\(rep.timescale)\" presentationTimeOffset=\"\(rep.presentationTimeOffset)\" "
-                + "initialization=\"\(Self.escaped(rep.initialization))\" media=\"\(Self.escaped(rep.media))\" "
+                + "initialization=\"\(MarkupElement.escaped(rep.initialization))\" media=\"\(MarkupElement.escaped(rep.media))\" "
                 + "startNumber=\"\(rep.startNumber)\">"
         )
         lines.append("          <SegmentTimeline>")

@@ -28,6 +28,31 @@ public struct MarkupElement: Equatable, Sendable {
         self.text = text
     }
 
+    /// `text` escaped for an XML (or HTML) attribute value in either quote, or for character data: the
+    /// five specials as entities; tab, line feed and carriage return as character references, so an
+    /// attribute value keeps them; any other character XML 1.0 forbids (C0 controls, U+FFFE, U+FFFF)
+    /// replaced by U+FFFD. `parse` reads the result back as `text` with those replacements.
+    public static func escaped(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            case "\t": out += "&#9;"
+            case "\n": out += "&#10;"
+            case "\r": out += "&#13;"
+            case _ where scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF:
+                out.unicodeScalars.append("\u{FFFD}")
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
     /// The children named `name`.
     public func children(named name: String) -> [MarkupElement] { children.filter { $0.name == name } }
 

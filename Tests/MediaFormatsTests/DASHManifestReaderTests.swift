@@ -79,6 +79,28 @@ import Testing
         #expect(error?.reason.contains(reason) == true, "\(String(describing: error))")
     }
 
+    /// What `MarkupElement.escaped` writes reads back as the text it was given, in an attribute of either
+    /// quote and in character data: specials, tab, line feed and carriage return, non-ASCII. Characters
+    /// XML forbids come back as U+FFFD; the text unescaped does not parse at all.
+    @Test func escapedTextReadsBackInAttributesAndCharacterData() throws {
+        let samples = [
+            "a & b < c > d", "say \"hi\" and 'bye'", "line\nbreak\ttab\r\nend", "\u{e9}t\u{e9} \u{1F600}",
+            "&amp; already escaped", "", " lead and trail ",
+        ]
+        for text in samples {
+            let escaped = MarkupElement.escaped(text)
+            for document in ["<a v=\"\(escaped)\">\(escaped)</a>", "<a v='\(escaped)'>\(escaped)</a>"] {
+                let element = try MarkupElement.parse(document, structure: "escaped")
+                #expect(element.attributes["v"] == text, "\(document)")
+                #expect(element.text == text, "\(document)")
+            }
+        }
+        let controls = try MarkupElement.parse(
+            "<a v=\"\(MarkupElement.escaped("x\u{1}y\u{FFFF}"))\"/>", structure: "controls")
+        #expect(controls.attributes["v"] == "x\u{FFFD}y\u{FFFD}")
+        #expect(throws: FormatError.self) { try MarkupElement.parse("<a v=\"a & \"b\"\"/>", structure: "raw") }
+    }
+
     @Test func hostileSizesAreBounded() {
         let deep = String(repeating: "<a>", count: 40) + String(repeating: "</a>", count: 40)
         #expect(throws: FormatError.self) { try MarkupElement.parse(deep, structure: "deep") }
