@@ -6,7 +6,7 @@ extension PlayerEvent {
     /// The event as one line of JSON (no trailing newline), as `--status json` prints it and an event
     /// stream can send it. `time` is media seconds; `wall` is Unix time when the line was made.
     public var jsonLine: String {
-        var fields: [(String, JSONValue)]
+        var fields: [(String, JSON)]
         switch self {
         case .started(let status):
             fields = [("event", .string("start"))] + status.jsonFields
@@ -15,7 +15,7 @@ extension PlayerEvent {
                 ("event", .string("state")), ("state", .string(event.state.rawValue)),
                 ("source", .string(event.source)), ("reason", .string(event.reason)),
                 ("pid", event.pid.map { .number(Double($0)) } ?? .null),
-                ("app", event.app.map(JSONValue.string) ?? .null),
+                ("app", event.app.map(JSON.string) ?? .null),
                 ("confidence", .number(event.confidence)), ("time", .number(event.since.media)),
                 ("since", .number((unixTime(ofMonotonic: event.since.wall) * 1000).rounded() / 1000)),
                 ("protecting", .bool(protecting)),
@@ -48,19 +48,27 @@ extension PlayerEvent {
                 ("video_frames_masked", .number(Double(summary.videoFramesMasked))),
                 ("video_frames_dropped", .number(Double(summary.videoFramesDropped))),
                 ("damaged_packets", .number(Double(summary.damagedPackets))),
-                ("error", summary.error.map(JSONValue.string) ?? .null),
+                ("error", summary.error.map(JSON.string) ?? .null),
             ]
             if let flicker = summary.flicker {
                 fields += [
                     ("flicker_refresh_reported_hz", .number(flicker.reportedRate)),
-                    ("flicker_refresh_measured_hz", flicker.measuredRate.map(JSONValue.number) ?? .null),
+                    ("flicker_refresh_measured_hz", flicker.measuredRate.map(JSON.number) ?? .null),
                     ("flicker_presents", .number(Double(flicker.presents))),
                     ("flicker_missed_vsyncs", .number(Double(flicker.missedVsyncs))),
                 ]
             }
         }
         fields.append(("wall", .number((Date().timeIntervalSince1970 * 1000).rounded() / 1000)))
-        return "{" + fields.map { "\(JSONValue.string($0.0).encoded):\($0.1.encoded)" }.joined(separator: ",") + "}"
+        // Numbers to the microsecond: media seconds and rates, never float noise.
+        let rounded = fields.map { name, value in
+            if case .number(let number) = value {
+                (name, JSON.number((number * 1_000_000).rounded() / 1_000_000))
+            } else {
+                (name, value)
+            }
+        }
+        return JSON.object(rounded).text(sortingKeys: false, pretty: false)
     }
 }
 
@@ -70,9 +78,9 @@ func unixTime(ofMonotonic seconds: Double) -> Double {
 }
 
 extension PlayerStatus {
-    var jsonFields: [(String, JSONValue)] {
+    var jsonFields: [(String, JSON)] {
         [
-            ("file", .string(path)), ("duration", duration.map(JSONValue.number) ?? .null), ("time", .number(position)),
+            ("file", .string(path)), ("duration", duration.map(JSON.number) ?? .null), ("time", .number(position)),
             ("state", .string(capture.state.rawValue)), ("source", .string(capture.source)),
             ("protecting", .bool(isProtecting)), ("paused", .bool(isPaused)), ("muted", .bool(isMuted)),
             ("mask", .string(mask)), ("output", .string(output)), ("audio", .bool(hasAudio)),
@@ -93,43 +101,5 @@ extension PlayerStatus {
         // Spelt as everywhere else (the log lines, JSON, the REST API): lower case.
         return String(cFormat: "%6.1f/", position) + total + " s  " + "\(capture.state.rawValue) (\(capture.source))"
             + (flags.isEmpty ? "" : "  " + flags.joined(separator: ", "))
-    }
-}
-
-/// A JSON value small enough to write by hand.
-enum JSONValue {
-    case string(String)
-    case number(Double)
-    case bool(Bool)
-    case null
-
-    var encoded: String {
-        switch self {
-        case .null: return "null"
-        case .bool(let value): return value ? "true" : "false"
-        case .number(let value):
-            guard value.isFinite else { return "null" }
-            let rounded = (value * 1_000_000).rounded() / 1_000_000
-            if rounded == rounded.rounded(), abs(rounded) < 1e15 { return String(Int64(rounded)) }
-            return "\(rounded)"
-        case .string(let value):
-            var out = "\""
-            for scalar in value.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\r": out += "\\r"
-                case "\t": out += "\\t"
-                default:
-                    if scalar.value < 0x20 {
-                        out += String(cFormat: "\\u%04x", scalar.value)
-                    } else {
-                        out.unicodeScalars.append(scalar)
-                    }
-                }
-            }
-            return out + "\""
-        }
     }
 }

@@ -35,6 +35,10 @@ import Testing
         #expect(change["event"] as? String == "protection" && change["output"] as? String == "video")
         #expect(change["protecting"] as? Bool == true && change["time"] as? Double == 1.5)
         #expect(change["at"] as? Double == 1_700_000_000.123)
+        // Numbers are written to the microsecond, without float noise or a trailing ".0".
+        let noisy = PlayerEvent.protection(OutputSwitch(output: .audio, protecting: false, media: 0.1 + 0.2, wall: 7))
+            .jsonLine
+        #expect(noisy.contains(#""time":0.3,"#) && noisy.contains(#""at":7,"#), "\(noisy)")
         let shot = try object(.screenshotSaved(path: "/home/a/Pictures/x.png", protecting: false))
         #expect(shot["event"] as? String == "screenshot" && shot["path"] as? String == "/home/a/Pictures/x.png")
         #expect(shot["protecting"] as? Bool == false)
