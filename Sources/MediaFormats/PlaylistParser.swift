@@ -36,7 +36,9 @@ public struct ParsedMediaPlaylist: Sendable {
     public var segments: [Segment] = []
     /// Every EXT-X-KEY line's attributes, in order.
     public var keyLines: [AttributeList] = []
-    /// Tags the packager never writes in the TS layout (EXT-X-MAP among them), with their line numbers.
+    /// Every EXT-X-MAP line's attributes, in order: one per key period in fMP4 output, none in TS.
+    public var mapLines: [AttributeList] = []
+    /// Tags the packager never writes, with their line numbers.
     public var unknownTags: [String] = []
 
     /// The longest EXTINF accepted, in seconds (about 11.6 days): far beyond any segment, small enough
@@ -116,9 +118,9 @@ public struct ParsedMediaPlaylist: Sendable {
             case "#EXT-X-BYTERANGE":
                 range = try ParsedMediaPlaylist.byteRange(value, place: place)
             case "#EXT-X-MAP":
-                // Kept among the unknown tags too: the TS layout has none, and its verifier says so.
-                map = try AttributeList(strict: value, structure: place)
-                unknownTags.append("\(place): \(tag)")
+                let attributes = try AttributeList(strict: value, structure: place)
+                map = attributes
+                mapLines.append(attributes)
             default:
                 unknownTags.append("\(place): \(tag)")
             }

@@ -18,8 +18,6 @@ struct FragmentedVerification {
     /// The key list of a `--key-period` output, when one was given: each key period's init segment
     /// (`tenc`) and key line name the key its segments decrypt with.
     var periods: KeyPeriodCheck?
-    /// Each playlist's EXT-X-MAP lines (line number, URI), one per key period in rotated output.
-    var segmentMaps: [String: [(line: Int, uri: String)]] = [:]
     /// The pattern and segment duration of a `--watermark` output, to encode its variants again.
     var watermark: (pattern: WatermarkPattern, segmentDuration: Double)?
 
@@ -79,23 +77,15 @@ struct FragmentedVerification {
             let text = String(decoding: bytes, as: UTF8.self)
             do {
                 let playlist = try ParsedMediaPlaylist(text, name: name)
-                let maps = text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }).filter {
-                    $0.hasPrefix("#EXT-X-MAP:")
-                }
-                guard maps.count == 1 || (periods != nil && !maps.isEmpty),
-                    let attributes = try? AttributeList(strict: String(maps[0].dropFirst(11)), structure: name),
-                    let uri = attributes["URI"]
-                else {
+                let maps = playlist.mapLines
+                guard maps.count == 1 || (periods != nil && !maps.isEmpty), let uri = maps[0]["URI"] else {
                     problem(
                         maps.count > 1
                             ? "\(name): \(maps.count) EXT-X-MAPs, one per key period: give the key list (--key-file)"
                             : "\(name): needs exactly one EXT-X-MAP with a URI, has \(maps.count)")
                     continue
                 }
-                segmentMaps[name] = Self.mapLines(text)
-                for tag in playlist.unknownTags where !tag.hasSuffix("#EXT-X-MAP") {
-                    problem("unexpected tag at \(tag)")
-                }
+                for tag in playlist.unknownTags { problem("unexpected tag at \(tag)") }
                 if playlist.version != 6 {
                     problem("\(name): EXT-X-VERSION \(playlist.version ?? 0), not the 6 EXT-X-MAP needs")
                 }
@@ -355,7 +345,7 @@ struct FragmentedVerification {
         }
         var nextDecodeTime: UInt64? = nil
         for (index, segment) in playlist.segments.enumerated() {
-            if let periodMap = Self.map(of: segment, in: segmentMaps[name] ?? []), periodMap != currentMap {
+            if let periodMap = segment.map?["URI"], periodMap != currentMap {
                 // A new key period: its init segment names the key the following segments take.
                 guard let periodInit = read(periodMap, limit: VerificationRun.playlistLimit) else { continue }
                 do {

@@ -314,6 +314,7 @@ struct VerificationRun {
                 )
             }
             for tag in playlist.unknownTags { problem("unexpected tag at \(tag)") }
+            if !playlist.mapLines.isEmpty { problem("\(name): EXT-X-MAP, which MPEG-TS output never has") }
             if let first = playlist.segments.first, first.key == nil, !playlist.keyLines.isEmpty {
                 problem("\(name): the first segment comes before its EXT-X-KEY")
             }

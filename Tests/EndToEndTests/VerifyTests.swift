@@ -72,6 +72,11 @@ import Testing
         ("video.m3u8", "#EXT-X-VERSION:5", "#EXT-X-VERSION:6", "not the minimum"),
         ("video.m3u8", "video_00001.ts", "../video_00001.ts", "not a file inside the output directory"),
         ("video.m3u8", "#EXT-X-INDEPENDENT-SEGMENTS\n", "", "no EXT-X-INDEPENDENT-SEGMENTS"),
+        // In a playlist after the first: a first one with EXT-X-MAP makes the output fMP4 to verify.
+        (
+            "iframes.m3u8", "#EXT-X-I-FRAMES-ONLY\n", "#EXT-X-I-FRAMES-ONLY\n#EXT-X-MAP:URI=\"init.mp4\"\n",
+            "EXT-X-MAP, which MPEG-TS"
+        ),
         ("iframes.m3u8", "@0\n", "@188\n", "does not start with a PAT"),
         ("master.m3u8", "CODECS=\"avc1.64001e,mp4a.40.2\"", "CODECS=\"avc1.640028,mp4a.40.2\"", "CODECS"),
         ("master.m3u8", "BANDWIDTH=", "BANDWIDTH=1", "BANDWIDTH"),

@@ -72,6 +72,18 @@ import Testing
         #expect(parsed.variants.first?.attributes["BANDWIDTH"] == "1000")
     }
 
+    /// Each segment is read behind the EXT-X-MAP above it; the maps are listed in order, not as unknown tags.
+    @Test func readsEachSegmentsMapAndListsTheMaps() throws {
+        let text = [
+            "#EXTM3U", "#EXT-X-VERSION:6", "#EXT-X-MAP:URI=\"a_init.mp4\"", "#EXTINF:1,", "a1.m4s", "#EXTINF:1,",
+            "a2.m4s", "#EXT-X-MAP:URI=\"b_init.mp4\"", "#EXTINF:1,", "b1.m4s", "#EXT-X-FOO", "",
+        ].joined(separator: "\n")
+        let parsed = try ParsedMediaPlaylist(text, name: "p")
+        #expect(parsed.segments.map { $0.map?["URI"] } == ["a_init.mp4", "a_init.mp4", "b_init.mp4"])
+        #expect(parsed.mapLines.map { $0["URI"] } == ["a_init.mp4", "b_init.mp4"])
+        #expect(parsed.unknownTags == ["p line 11: #EXT-X-FOO"])
+    }
+
     @Test func readsAByteRangeWithoutOffsetAsContinuing() throws {
         let text = "#EXTM3U\n#EXTINF:1,\n#EXT-X-BYTERANGE:100@50\na.ts\n#EXTINF:1,\n#EXT-X-BYTERANGE:30\na.ts\n"
         let parsed = try ParsedMediaPlaylist(text, name: "p")
