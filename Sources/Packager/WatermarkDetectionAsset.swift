@@ -148,8 +148,10 @@ public struct WatermarkDetectionAsset: Sendable {
             }
             bytes = [UInt8](header) + bytes
         }
-        var clear = scratch + "/\(segment.index).\(variant.rawValue)" + (segment.initSegment == nil ? ".ts" : ".mp4")
-        if case .sampleAES = segment.protection { clear = scratch + "/\(segment.index).\(variant.rawValue).h264" }
+        // SAMPLE-AES is decrypted to the video's elementary stream; the others stay in their container.
+        let suffix =
+            if case .sampleAES = segment.protection { "h264" } else { segment.initSegment == nil ? "ts" : "mp4" }
+        let clear = scratch + "/\(segment.index).\(variant.rawValue).\(suffix)"
         guard FileManager.default.createFile(atPath: clear, contents: Data(bytes)) else {
             throw PackagingError(.outputFailed, "cannot write \(clear)")
         }
