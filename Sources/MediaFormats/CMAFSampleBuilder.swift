@@ -82,8 +82,11 @@ public struct H264ClearLength: NALClearLength {
     /// A state that has seen no NAL unit.
     public init() {}
 
-    /// The clear bytes of `nal`, as `clearBytes(of:structure:)` for bytes in place.
-    public mutating func clearBytes(of nal: UnsafeRawBufferPointer, structure: String) throws(FormatError) -> Int {
+    /// The clear bytes of `nal`, as `clearBytes(of:structure:)` for bytes in place; `structure` is made
+    /// only for an error, so the packager's per-NAL path formats no text.
+    public mutating func clearBytes(of nal: UnsafeRawBufferPointer, structure: @autoclosure () -> String)
+        throws(FormatError) -> Int
+    {
         guard let first = nal.first else { return 0 }
         let type = NALUnitType.of(first)
         switch type {
@@ -93,7 +96,7 @@ public struct H264ClearLength: NALClearLength {
             try parameterSets.take(Array(nal))
         case 2, 3, 4, 14, 15, 20, 21:
             throw FormatError(
-                structure,
+                structure(),
                 "type \(type) (data partitioning, SVC or MVC) is not packaged: CENC's clear ranges are defined "
                     + "here for plain slices only", kind: .unsupported)
         default:
