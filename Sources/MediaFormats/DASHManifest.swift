@@ -153,13 +153,13 @@ public struct DASHManifest {
     private func adaptationSet(_ rep: Representation, id: Int, keyID: [UInt8]) -> [String] {
         var lines: [String] = []
         var set =
-            "    <AdaptationSet id=\"\(id)\" contentType=\"\(rep.contentType)\" "
-            + "mimeType=\"\(rep.contentType)/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\""
+            "    <AdaptationSet id=\"\(id)\" contentType=\"\(MarkupElement.escaped(rep.contentType))\" "
+            + "mimeType=\"\(MarkupElement.escaped(rep.contentType))/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\""
         if let language = rep.language { set += " lang=\"\(MarkupElement.escaped(language))\"" }
         lines.append(set + ">")
         if let scheme {
             lines.append(
-                "      <ContentProtection schemeIdUri=\"urn:mpeg:dash:mp4protection:2011\" value=\"\(scheme)\" "
+                "      <ContentProtection schemeIdUri=\"urn:mpeg:dash:mp4protection:2011\" value=\"\(MarkupElement.escaped(scheme))\" "
                     + "cenc:default_KID=\"\(Self.uuid(keyID))\"/>")
             if let licenseURL {
                 lines.append("      <ContentProtection schemeIdUri=\"\(Self.clearKeySystem)\" value=\"ClearKey1.0\">")
@@ -170,7 +170,7 @@ public struct DASHManifest {
             }
         }
         var attributes =
-            "id=\"\(MarkupElement.escaped(rep.id))\" codecs=\"\(rep.codecs)\" bandwidth=\"\(rep.bandwidth)\""
+            "id=\"\(MarkupElement.escaped(rep.id))\" codecs=\"\(MarkupElement.escaped(rep.codecs))\" bandwidth=\"\(rep.bandwidth)\""
         if let width = rep.width, let height = rep.height {
             attributes += " width=\"\(width)\" height=\"\(height)\""
         }
