@@ -17,8 +17,8 @@ enum ConfigFuzzing {
         check(configuration)
         // The settings, written as a file, read back to the same settings. `public-url` loses one
         // trailing slash per read, so a URL that still ends in one would not come back the same.
-        // A value ending in a carriage return would join its line to the next when written back (Swift
-        // reads "\r\n" as one character, so the parser does not split there): not written back.
+        // A value holding a carriage return would be cut there when written back (the parser breaks
+        // lines at every newline character, a lone "\r" among them): not written back.
         guard let file = render(configuration), configuration.publicURL?.hasSuffix("/") != true,
             !file.unicodeScalars.contains("\r")
         else { return }
