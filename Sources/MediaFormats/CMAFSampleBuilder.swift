@@ -67,8 +67,16 @@ func forEachNALUnit(
 public protocol NALClearLength {
     /// The clear bytes of `nal` (stored bytes, header included, no length prefix); a parameter set is
     /// taken for the slices after it. Throws a `FormatError` naming `structure` for a NAL unit that
-    /// does not parse or that GuardPlay refuses.
-    mutating func clearBytes(of nal: [UInt8], structure: String) throws(FormatError) -> Int
+    /// does not parse or that GuardPlay refuses; H.264 makes that text only then.
+    mutating func clearBytes(of nal: UnsafeRawBufferPointer, structure: @autoclosure () -> String)
+        throws(FormatError) -> Int
+}
+
+extension NALClearLength {
+    /// The clear bytes of `nal`, as `clearBytes(of:structure:)` for bytes in place.
+    public mutating func clearBytes(of nal: [UInt8], structure: String) throws(FormatError) -> Int {
+        try nal.withBytes { raw throws(FormatError) in try clearBytes(of: raw, structure: structure) }
+    }
 }
 
 /// The clear bytes of H.264 NAL units under CENC: a slice keeps its NAL header and its whole
@@ -82,8 +90,8 @@ public struct H264ClearLength: NALClearLength {
     /// A state that has seen no NAL unit.
     public init() {}
 
-    /// The clear bytes of `nal`, as `clearBytes(of:structure:)` for bytes in place; `structure` is made
-    /// only for an error, so the packager's per-NAL path formats no text.
+    /// The clear bytes of `nal`; `structure` is made only for an error, so the packager's and the
+    /// verifier's per-NAL path formats no text.
     public mutating func clearBytes(of nal: UnsafeRawBufferPointer, structure: @autoclosure () -> String)
         throws(FormatError) -> Int
     {
@@ -103,10 +111,6 @@ public struct H264ClearLength: NALClearLength {
             break
         }
         return nal.count
-    }
-
-    public mutating func clearBytes(of nal: [UInt8], structure: String) throws(FormatError) -> Int {
-        try nal.withBytes { raw throws(FormatError) in try clearBytes(of: raw, structure: structure) }
     }
 }
 

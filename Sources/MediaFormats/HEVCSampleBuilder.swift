@@ -26,6 +26,13 @@ public struct HEVCClearLength: NALClearLength, Sendable {
         if !slice.dependent { previous = slice }
         return slice.storedBytes
     }
+
+    /// The clear bytes of `nal`, copied out of place first (the HEVC parsers read arrays).
+    public mutating func clearBytes(of nal: UnsafeRawBufferPointer, structure: @autoclosure () -> String)
+        throws(FormatError) -> Int
+    {
+        try clearBytes(of: Array(nal), structure: structure())
+    }
 }
 
 /// Turns the packager's Annex-B HEVC access units into CMAF samples: 4-byte NAL lengths, no access

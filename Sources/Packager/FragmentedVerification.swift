@@ -582,9 +582,12 @@ struct FragmentedVerification {
             guard length > 0, length <= sample.count - offset - 4 else {
                 throw FormatError(place, "sample \(index): NAL length \(length) at \(offset) runs past the sample")
             }
-            let nal = Array(sample[(offset + 4)..<(offset + 4 + length)])
-            let clear = try state.clearBytes(
-                of: nal, structure: "\(place) sample \(index), NAL unit \(units.count) at byte \(offset)")
+            let nal = (offset + 4)..<(offset + 4 + length)
+            let clear = try sample.withBytes { raw throws(FormatError) in
+                try state.clearBytes(
+                    of: UnsafeRawBufferPointer(rebasing: raw[nal]),
+                    structure: "\(place) sample \(index), NAL unit \(units.count) at byte \(offset)")
+            }
             units.append((4 + length, 4 + clear))
             offset += 4 + length
         }
