@@ -14,7 +14,7 @@ SHAKA_BINARIES_VERSION := 1.5.1
 # PyAV (its wheel bundles FFmpeg 8) is the newer FFmpeg PyAVDecryptionTests decrypts the CMAF output with.
 PYAV_VERSION := 18.1.0
 
-.PHONY: setup build release run test lint format fixtures catalogue dist bench-package openapi clean fuzz fuzz-build fuzz-merge web-player
+.PHONY: setup build release run test lint format fixtures catalogue dist bench-package openapi clean fuzz fuzz-build fuzz-merge fuzz-campaign web-player
 
 setup:
 	@scripts/setup.sh
@@ -96,6 +96,8 @@ bench-package: setup
 # corpus in .build/fuzz-corpus/TARGET from the committed fuzz/corpus/TARGET; crashes, hangs over 1 s
 # and allocations over 256 MiB are findings, written to .build/fuzz-findings/TARGET/.
 # `make fuzz-merge TARGET=…` minimises the working corpus back into fuzz/corpus/TARGET.
+# `make fuzz-campaign SECONDS=3600 TARGETS="a b …"` runs a campaign round: the targets two at a time,
+# each merged after its run, and prints FUZZING.md's table rows (scripts/fuzz-campaign.sh).
 # SwiftPM passes --sanitize flags to the compiler one by one and only the last takes, so the compile
 # gets them as one -sanitize=fuzzer,address (docs/FUZZING.md); the --sanitize pair makes the link.
 TARGET     ?= json
@@ -116,6 +118,9 @@ fuzz: fuzz-build
 	$(FUZZ_ENV) $(FUZZ_BIN)/fuzz-$(TARGET) $(FUZZ_FLAGS) -max_total_time=$(SECONDS) \
 		-print_final_stats=1 -artifact_prefix=.build/fuzz-findings/$(TARGET)/ \
 		$(if $(FUZZ_DICT),-dict=$(FUZZ_DICT)) .build/fuzz-corpus/$(TARGET) fuzz/corpus/$(TARGET)
+
+fuzz-campaign: fuzz-build
+	scripts/fuzz-campaign.sh $(SECONDS) $(TARGETS)
 
 fuzz-merge: fuzz-build
 	rm -rf .build/fuzz-merged/$(TARGET) && mkdir -p .build/fuzz-merged/$(TARGET)

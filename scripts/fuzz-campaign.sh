@@ -1,0 +1,84 @@
+#!/bin/bash
+# A round of the fuzzing campaign (docs/FUZZING.md): each TARGET run for SECONDS with `make fuzz`'s
+# command line, two at a time (one per core of a two-core machine), then its working corpus minimised
+# into fuzz/corpus/TARGET as `make fuzz-merge` does. Prints one row of FUZZING.md's table per target.
+#
+#   make fuzz-campaign SECONDS=3600 TARGETS="http playlist"
+#   scripts/fuzz-campaign.sh SECONDS TARGET...        (the same, after `make fuzz-build`)
+#
+# Run nothing else beside it, or say so beside its figures. Logs go to .build/fuzz-logs/TARGET.log,
+# findings to .build/fuzz-findings/TARGET/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ $# -lt 2 ]; then
+    echo "usage: $0 SECONDS TARGET..." >&2
+    exit 2
+fi
+seconds=$1
+shift
+binaries=.build/fuzz/release
+for target in "$@"; do
+    if [ ! -x "$binaries/fuzz-$target" ]; then
+        echo "$0: no $binaries/fuzz-$target: run make fuzz-build first" >&2
+        exit 2
+    fi
+done
+mkdir -p .build/fuzz-logs
+
+load() { cut -d' ' -f1 /proc/loadavg; }
+# 12345678 as 12,345,678.
+commas() { echo "$1" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'; }
+
+# Runs one target for $seconds and writes its log; the first and last lines hold the time and load.
+run() {
+    local target=$1 log=.build/fuzz-logs/$1.log dict=()
+    mkdir -p ".build/fuzz-corpus/$target" ".build/fuzz-findings/$target"
+    [ -f "fuzz/dictionaries/$target.dict" ] && dict=(-dict="fuzz/dictionaries/$target.dict")
+    echo "start $(date -u +%H:%M) $(load)" > "$log"
+    SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=quarantine_size_mb=16 "$binaries/fuzz-$target" \
+        -rss_limit_mb=256 -malloc_limit_mb=256 -timeout=1 -max_total_time="$seconds" -print_final_stats=1 \
+        -artifact_prefix=".build/fuzz-findings/$target/" "${dict[@]}" \
+        ".build/fuzz-corpus/$target" "fuzz/corpus/$target" >> "$log" 2>&1 || echo "status $?" >> "$log"
+    echo "end $(date -u +%H:%M) $(load)" >> "$log"
+}
+
+# Minimises the working corpus with the committed one into fuzz/corpus/TARGET.
+merge() {
+    local target=$1
+    rm -rf ".build/fuzz-merged/$target" && mkdir -p ".build/fuzz-merged/$target"
+    SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=quarantine_size_mb=16 "$binaries/fuzz-$target" \
+        -rss_limit_mb=256 -malloc_limit_mb=256 -timeout=1 -set_cover_merge=1 ".build/fuzz-merged/$target" \
+        "fuzz/corpus/$target" ".build/fuzz-corpus/$target" > ".build/fuzz-logs/$target.merge.log" 2>&1
+    rm -f "fuzz/corpus/$target"/* && cp ".build/fuzz-merged/$target"/* "fuzz/corpus/$target/"
+}
+
+# One row of the table: the last figures libFuzzer printed.
+row() {
+    local target=$1 log=.build/fuzz-logs/$1.log
+    local start end executions rate rss coverage features corpus findings status
+    start=$(awk '/^start /{print $2 ", " $3; exit}' "$log")
+    end=$(awk '/^end /{print $2 ", " $3}' "$log" | tail -1)
+    executions=$(awk '/^stat::number_of_executed_units:/{print $2}' "$log")
+    rate=$(awk '/^stat::average_exec_per_sec:/{print $2}' "$log")
+    rss=$(awk '/^stat::peak_rss_mb:/{print $2}' "$log")
+    coverage=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
+    features=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
+    corpus=$(ls "fuzz/corpus/$target" | wc -l)
+    findings=$(find ".build/fuzz-findings/$target" -type f | wc -l)
+    status=$(awk '/^status /{print " (libFuzzer exited " $2 ")"}' "$log")
+    printf '| `%s` | %s → %s | %s | %s | %s | %s | %s | %s inputs | %s MB | %s%s |\n' "$target" "$start" "$end" \
+        "$seconds" "$(commas "${executions:-0}")" "$(commas "${rate:-0}")" "${coverage:-?}" \
+        "$(commas "${features:-?}")" "$corpus" "${rss:-?}" "$([ "$findings" = 0 ] && echo none || echo "$findings files")" "$status"
+}
+
+targets=("$@")
+for ((index = 0; index < ${#targets[@]}; index += 2)); do
+    pair=("${targets[@]:index:2}")
+    for target in "${pair[@]}"; do run "$target" & done
+    wait
+    for target in "${pair[@]}"; do merge "$target"; done
+done
+echo "| Target | Start, load → end, load (UTC) | Seconds | Executions | Per second | Coverage (edges) | Features | Corpus after merge | Peak RSS | Findings |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+for target in "${targets[@]}"; do row "$target"; done
