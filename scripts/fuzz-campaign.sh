@@ -56,9 +56,9 @@ merge() {
 # One row of the table: the last figures libFuzzer printed.
 row() {
     local target=$1 log=.build/fuzz-logs/$1.log
-    local start end executions rate rss coverage features corpus findings status
-    start=$(awk '/^start /{print $2 ", " $3; exit}' "$log")
-    end=$(awk '/^end /{print $2 ", " $3}' "$log" | tail -1)
+    local when executions rate rss coverage features corpus findings status
+    # "17:13–18:13, 0.69 → 2.02": the times, then the load average at the start and at the end.
+    when=$(awk '/^start /{s = $2; a = $3} /^end /{e = $2; b = $3} END {print s "–" e ", " a " → " b}' "$log")
     executions=$(awk '/^stat::number_of_executed_units:/{print $2}' "$log")
     rate=$(awk '/^stat::average_exec_per_sec:/{print $2}' "$log")
     rss=$(awk '/^stat::peak_rss_mb:/{print $2}' "$log")
@@ -67,7 +67,7 @@ row() {
     corpus=$(ls "fuzz/corpus/$target" | wc -l)
     findings=$(find ".build/fuzz-findings/$target" -type f | wc -l)
     status=$(awk '/^status /{print " (libFuzzer exited " $2 ")"}' "$log")
-    printf '| `%s` | %s → %s | %s | %s | %s | %s | %s | %s inputs | %s MB | %s%s |\n' "$target" "$start" "$end" \
+    printf '| `%s` | %s | %s | %s | %s | %s | %s | %s inputs | %s MB | %s%s |\n' "$target" "$when" \
         "$seconds" "$(commas "${executions:-0}")" "$(commas "${rate:-0}")" "${coverage:-?}" \
         "$(commas "${features:-?}")" "$corpus" "${rss:-?}" "$([ "$findings" = 0 ] && echo none || echo "$findings files")" "$status"
 }
@@ -79,6 +79,6 @@ for ((index = 0; index < ${#targets[@]}; index += 2)); do
     wait
     for target in "${pair[@]}"; do merge "$target"; done
 done
-echo "| Target | Start, load → end, load (UTC) | Seconds | Executions | Per second | Coverage (edges) | Features | Corpus after merge | Peak RSS | Findings |"
+echo "| Target | When (UTC), load at start → end | Seconds | Executions | Per second | Coverage (edges) | Features | Corpus after merge | Peak RSS | Findings |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for target in "${targets[@]}"; do row "$target"; done
