@@ -13,9 +13,6 @@ struct FragmentedPackagingRun {
     let progress: (@Sendable (PackagingProgress) -> Void)?
     let cancellation: PackagingCancellation?
 
-    /// Cut tolerance (90 kHz), as the TS path's.
-    static let cutTolerance: Int64 = 100
-
     var scheme: CENCScheme? {
         switch options.encryption {
         case .sampleAES: .cbcs
@@ -84,7 +81,7 @@ struct FragmentedPackagingRun {
             // Video is cut at the first random-access unit a target duration past the segment's start,
             // audio (below) at the first frame on or past the track's next grid line.
             if !planned.codec.isAudio, unit.isRandomAccess, let start = output.openStart,
-                unit.pts - start >= target - Self.cutTolerance
+                unit.pts - start >= target - PackagingJob.cutTolerance
             {
                 try output.cut(nextDecodeTime: output.ticks(unit.dts))
             }
@@ -134,7 +131,7 @@ struct FragmentedPackagingRun {
                     if let start = output.openStart,
                         time >= SegmentGrid.end(
                             segmentStart: start, origin: videoStart ?? TimestampMapper.startOffset, target: target)
-                            - Self.cutTolerance
+                            - PackagingJob.cutTolerance
                     {
                         try output.cut(nextDecodeTime: output.ticks(time))
                     }

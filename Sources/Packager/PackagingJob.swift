@@ -16,6 +16,10 @@ import SystemSupport
 /// let result = try PackagingJob(options: options).run(progress: { print($0.fraction) })
 /// ```
 public struct PackagingJob: Sendable {
+    /// How far short of a segment's target duration (90 kHz) a cut may still fall, in both containers
+    /// and the watermark's variants: timestamps rescaled from other time bases can land a tick short.
+    static let cutTolerance: Int64 = 100
+
     /// What to package and how.
     public let options: PackagingOptions
 
@@ -210,9 +214,6 @@ private struct PackagingRun {
     let progress: (@Sendable (PackagingProgress) -> Void)?
     let cancellation: PackagingCancellation?
 
-    /// Cut tolerance (90 kHz): timestamps rescaled from other time bases can land a tick short.
-    static let cutTolerance: Int64 = 100
-
     init(
         options: PackagingOptions, reader: SourceReader, directory: OutputDirectory, writer: BackgroundWriter,
         keys: KeyMaterial, progress: (@Sendable (PackagingProgress) -> Void)?, cancellation: PackagingCancellation?
@@ -307,7 +308,7 @@ private struct PackagingRun {
                     // Variant B's segments are cut by the same rule at the same (forced) IDR pictures.
                     let video = unit.variant == .b ? variantB! : output
                     if unit.isRandomAccess, let start = video.openSegmentStart,
-                        unit.pts - start >= target - PackagingRun.cutTolerance
+                        unit.pts - start >= target - PackagingJob.cutTolerance
                     {
                         try video.cut(at: unit.pts)
                         if video === output {
@@ -322,7 +323,7 @@ private struct PackagingRun {
                     if !hasVideo, let start = output.openSegmentStart,
                         unit.pts >= SegmentGrid.end(
                             segmentStart: start, origin: TimestampMapper.startOffset, target: target)
-                            - PackagingRun.cutTolerance
+                            - PackagingJob.cutTolerance
                     {
                         try output.cut(at: unit.pts)
                     }
@@ -548,7 +549,7 @@ private struct RenditionScheduler {
             }
             if !final, cuts.isEmpty, let start = output.openSegmentStart {
                 let elapsed = unit.pts - start
-                if elapsed >= target - PackagingRun.cutTolerance && elapsed < target + RenditionScheduler.holdLimit {
+                if elapsed >= target - PackagingJob.cutTolerance && elapsed < target + RenditionScheduler.holdLimit {
                     break  // the video has not decided yet whether a segment starts before this frame
                 }
             }

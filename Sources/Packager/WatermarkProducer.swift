@@ -91,7 +91,7 @@ final class WatermarkProducer: AccessUnitProducer {
         lastPTS = pts
         let time = clock.rescale(pts) + offset
         // The cut rule of both packaging runs, with their tolerance.
-        let startsSegment = segment < 0 || time - segmentStart >= target - FragmentedPackagingRun.cutTolerance
+        let startsSegment = segment < 0 || time - segmentStart >= target - PackagingJob.cutTolerance
         if startsSegment {
             segment += 1
             segmentStart = time
