@@ -64,6 +64,31 @@ import Testing
             input, ["--container", "ts"], status: 16, says: ["HEVC", "fMP4", "cbcs", "--container fmp4"])
     }
 
+    /// H.264 with a data-partitioning NAL unit (type 2) in a picture: CMAF's clear ranges are defined
+    /// here for plain slices only, so it is refused as unsupported (16), not as broken input (14).
+    @Test func refusesH264DataPartitioningInFMP4AsUnsupported() throws {
+        let directory = try TemporaryDirectory()
+        let plain = directory.path("plain.h264")
+        let made = try ffmpeg([
+            "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-t", "2", "-c:v", "libx264", "-f", "h264", plain,
+        ])
+        #expect(made.status == 0, "libx264: \(made.stderr)")
+        // A partition A NAL unit (nal_ref_idc 3, type 2) put before the eleventh start code.
+        let stream = [UInt8](try Data(contentsOf: URL(fileURLWithPath: plain)))
+        var starts: [Int] = []
+        for index in 0..<(stream.count - 3) where stream[index..<(index + 4)].elementsEqual([0, 0, 0, 1]) {
+            starts.append(index)
+        }
+        try #require(starts.count > 10)
+        let partitioned =
+            Array(stream[..<starts[10]]) + [0, 0, 0, 1, 0x62, 0x88, 0x84, 0x21, 0xA0]
+            + Array(stream[starts[10]...])
+        let input = directory.path("partitioned.h264")
+        try Data(partitioned).write(to: URL(fileURLWithPath: input))
+        try expectRefusal(
+            input, ["--container", "fmp4"], status: 16, says: ["type 2", "data partitioning", "plain slices"])
+    }
+
     @Test func refusesOtherVideoCodecs() throws {
         let directory = try TemporaryDirectory()
         let input = directory.path("mpeg4.mp4")
