@@ -14,7 +14,7 @@ SHAKA_BINARIES_VERSION := 1.5.1
 # PyAV (its wheel bundles FFmpeg 8) is the newer FFmpeg PyAVDecryptionTests decrypts the CMAF output with.
 PYAV_VERSION := 18.1.0
 
-.PHONY: setup build release run test lint format fixtures catalogue dist bench-package openapi clean fuzz fuzz-build fuzz-merge fuzz-campaign web-player
+.PHONY: setup build release run test lint format fixtures catalogue dist bench-package openapi clean fuzz fuzz-build fuzz-run fuzz-merge fuzz-merge-run fuzz-campaign web-player
 
 setup:
 	@scripts/setup.sh
@@ -114,15 +114,23 @@ fuzz-build:
 		--sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer,address
 
 fuzz: fuzz-build
-	mkdir -p .build/fuzz-corpus/$(TARGET) .build/fuzz-findings/$(TARGET)
-	$(FUZZ_ENV) $(FUZZ_BIN)/fuzz-$(TARGET) $(FUZZ_FLAGS) -max_total_time=$(SECONDS) \
-		-print_final_stats=1 -artifact_prefix=.build/fuzz-findings/$(TARGET)/ \
-		$(if $(FUZZ_DICT),-dict=$(FUZZ_DICT)) .build/fuzz-corpus/$(TARGET) fuzz/corpus/$(TARGET)
+	@$(MAKE) --no-print-directory fuzz-run
 
 fuzz-campaign: fuzz-build
 	scripts/fuzz-campaign.sh $(SECONDS) $(TARGETS)
 
 fuzz-merge: fuzz-build
+	@$(MAKE) --no-print-directory fuzz-merge-run
+
+# The two command lines alone, without the build: `fuzz` and `fuzz-merge` run them after it, and
+# scripts/fuzz-campaign.sh runs them for each target of a round.
+fuzz-run:
+	mkdir -p .build/fuzz-corpus/$(TARGET) .build/fuzz-findings/$(TARGET)
+	$(FUZZ_ENV) $(FUZZ_BIN)/fuzz-$(TARGET) $(FUZZ_FLAGS) -max_total_time=$(SECONDS) \
+		-print_final_stats=1 -artifact_prefix=.build/fuzz-findings/$(TARGET)/ \
+		$(if $(FUZZ_DICT),-dict=$(FUZZ_DICT)) .build/fuzz-corpus/$(TARGET) fuzz/corpus/$(TARGET)
+
+fuzz-merge-run:
 	rm -rf .build/fuzz-merged/$(TARGET) && mkdir -p .build/fuzz-merged/$(TARGET)
 	$(FUZZ_ENV) $(FUZZ_BIN)/fuzz-$(TARGET) $(FUZZ_FLAGS) -set_cover_merge=1 .build/fuzz-merged/$(TARGET) \
 		fuzz/corpus/$(TARGET) .build/fuzz-corpus/$(TARGET)

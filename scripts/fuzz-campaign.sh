@@ -1,7 +1,8 @@
 #!/bin/bash
 # A round of the fuzzing campaign (docs/FUZZING.md): each TARGET run for SECONDS with `make fuzz`'s
-# command line, two at a time (one per core of a two-core machine), then its working corpus minimised
-# into fuzz/corpus/TARGET as `make fuzz-merge` does. Prints one row of FUZZING.md's table per target.
+# command line (`make fuzz-run`), two at a time (one per core of a two-core machine), then its working
+# corpus minimised into fuzz/corpus/TARGET as `make fuzz-merge` does (`make fuzz-merge-run`). Prints
+# one row of FUZZING.md's table per target.
 #
 #   make fuzz-campaign SECONDS=3600 TARGETS="http playlist"
 #   scripts/fuzz-campaign.sh SECONDS TARGET...        (the same, after `make fuzz-build`)
@@ -30,27 +31,19 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 # 12345678 as 12,345,678.
 commas() { echo "$1" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'; }
 
-# Runs one target for $seconds and writes its log; the first and last lines hold the time and load.
+# Runs one target for $seconds with the Makefile's command line (`make fuzz-run`) and writes its log;
+# the first and last lines hold the time and load.
 run() {
-    local target=$1 log=.build/fuzz-logs/$1.log dict=()
-    mkdir -p ".build/fuzz-corpus/$target" ".build/fuzz-findings/$target"
-    [ -f "fuzz/dictionaries/$target.dict" ] && dict=(-dict="fuzz/dictionaries/$target.dict")
+    local target=$1 log=.build/fuzz-logs/$1.log
     echo "start $(date -u +%H:%M) $(load)" > "$log"
-    SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=quarantine_size_mb=16 "$binaries/fuzz-$target" \
-        -rss_limit_mb=256 -malloc_limit_mb=256 -timeout=1 -max_total_time="$seconds" -print_final_stats=1 \
-        -artifact_prefix=".build/fuzz-findings/$target/" "${dict[@]}" \
-        ".build/fuzz-corpus/$target" "fuzz/corpus/$target" >> "$log" 2>&1 || echo "status $?" >> "$log"
+    ${MAKE:-make} --no-print-directory fuzz-run TARGET="$target" SECONDS="$seconds" >> "$log" 2>&1 \
+        || echo "status $?" >> "$log"
     echo "end $(date -u +%H:%M) $(load)" >> "$log"
 }
 
-# Minimises the working corpus with the committed one into fuzz/corpus/TARGET.
+# Minimises the working corpus with the committed one into fuzz/corpus/TARGET (`make fuzz-merge-run`).
 merge() {
-    local target=$1
-    rm -rf ".build/fuzz-merged/$target" && mkdir -p ".build/fuzz-merged/$target"
-    SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=quarantine_size_mb=16 "$binaries/fuzz-$target" \
-        -rss_limit_mb=256 -malloc_limit_mb=256 -timeout=1 -set_cover_merge=1 ".build/fuzz-merged/$target" \
-        "fuzz/corpus/$target" ".build/fuzz-corpus/$target" > ".build/fuzz-logs/$target.merge.log" 2>&1
-    rm -f "fuzz/corpus/$target"/* && cp ".build/fuzz-merged/$target"/* "fuzz/corpus/$target/"
+    ${MAKE:-make} --no-print-directory fuzz-merge-run TARGET="$1" > ".build/fuzz-logs/$1.merge.log" 2>&1
 }
 
 # One row of the table: the last figures libFuzzer printed.
@@ -66,7 +59,7 @@ row() {
     features=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
     corpus=$(ls "fuzz/corpus/$target" | wc -l)
     findings=$(find ".build/fuzz-findings/$target" -type f | wc -l)
-    status=$(awk '/^status /{print " (libFuzzer exited " $2 ")"}' "$log")
+    status=$(awk '/^status /{print " (the run exited " $2 ")"}' "$log")
     printf '| `%s` | %s | %s | %s | %s | %s | %s | %s inputs | %s MB | %s%s |\n' "$target" "$when" \
         "$seconds" "$(commas "${executions:-0}")" "$(commas "${rate:-0}")" "${coverage:-?}" \
         "$(commas "${features:-?}")" "$corpus" "${rss:-?}" "$([ "$findings" = 0 ] && echo none || echo "$findings files")" "$status"
