@@ -23,7 +23,7 @@ enum DASHFuzzing {
     /// Characters the writer's escaped strings are drawn from: XML's specials, spaces, tab and line
     /// breaks, non-ASCII.
     static let alphabet = Array("aZ09_-./:?=$%&<>\"' \t\n\r\u{e9}\u{1F600}")
-    /// Characters of an RFC 6381 codec string, which the writer puts in unescaped.
+    /// Characters of an RFC 6381 codec string, as the packager writes one (escaped like every other string).
     static let codecAlphabet = Array("avc1.64001Fmp4a.40.2hvc1.L93.B0ec-3")
 
     /// A manifest from the input, written, read back: every field the writer writes comes back, with
