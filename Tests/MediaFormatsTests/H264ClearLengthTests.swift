@@ -38,7 +38,7 @@ private let encodings: [(String, [String])] = [
     ("444-lossless-open-gop", ["-pix_fmt", "yuv444p", "-qp", "0", "-x264-params", "open-gop=1:keyint=10:bframes=2"]),
 ]
 
-@Suite(.serialized, .timeLimit(.minutes(10))) struct H264ClearLengthTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct H264ClearLengthTests {
     /// Every slice keeps exactly its NAL header and slice header clear, in stored bytes rounded up to a
     /// byte, where FFmpeg's trace says the header ends; every other NAL unit is all clear.
     @Test(arguments: encodings)
