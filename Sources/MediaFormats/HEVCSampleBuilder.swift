@@ -27,11 +27,36 @@ public struct HEVCClearLength: NALClearLength, Sendable {
         return slice.storedBytes
     }
 
-    /// The clear bytes of `nal`, copied out of place first (the HEVC parsers read arrays).
+    /// Stored bytes of a slice copied for the first parse: almost every slice segment header fits.
+    static let firstTry = 128
+
+    /// The clear bytes of `nal` in place. The HEVC parsers read arrays, so a slice's first `firstTry`
+    /// bytes are copied and parsed with no error text made; what that cannot settle (a longer header,
+    /// a NAL unit refused) is parsed again whole, naming `structure`, and gives the same answer or
+    /// error as `clearBytes(of:structure:)` on an array. A parse that succeeds on a prefix succeeds
+    /// alike on the whole: it reads nothing past the header, and its one check of the NAL unit's length
+    /// (slice data must follow) passes for the whole when it passes for a part.
     public mutating func clearBytes(of nal: UnsafeRawBufferPointer, structure: @autoclosure () -> String)
         throws(FormatError) -> Int
     {
-        try clearBytes(of: Array(nal), structure: structure())
+        try clearBytes(of: nal, firstTry: Self.firstTry, structure: structure())
+    }
+
+    /// `clearBytes(of:structure:)` with the first parse's copy cut at `firstTry` bytes (for tests).
+    mutating func clearBytes(
+        of nal: UnsafeRawBufferPointer, firstTry: Int, structure: @autoclosure () -> String
+    ) throws(FormatError) -> Int {
+        if nal.count >= 2, let header = try? HEVCNALHeader(nal, structure: "") {
+            if !header.isVCL && !(HEVCNALHeader.vps...HEVCNALHeader.pps).contains(header.type) { return nal.count }
+            if header.isVCL,
+                let slice = try? HEVCSliceSegmentHeader(
+                    Array(nal.prefix(firstTry)), sets: parameterSets, previous: previous, structure: "")
+            {
+                if !slice.dependent { previous = slice }
+                return slice.storedBytes
+            }
+        }
+        return try clearBytes(of: Array(nal), structure: structure())
     }
 }
 
@@ -64,25 +89,28 @@ public struct HEVCSampleBuilder: Sendable, CMAFSampleBuilding {
             guard !raw.isEmpty else { return }
             let type = HEVCNALHeader.type(of: raw[0])
             if type == HEVCNALHeader.accessUnitDelimiter { return }
-            let place =
-                offset.map { "at byte \($0) of the access unit" } ?? "a parameter set repeated before the picture"
-            let structure = "HEVC NAL unit \(index) (type \(type), \(place))"
-            let nal = Array(raw)
-            let clearBytes = try clear.clearBytes(of: nal, structure: structure)
+            // Made only for an error: most NAL units need no text.
+            func structure() -> String {
+                let place =
+                    offset.map { "at byte \($0) of the access unit" } ?? "a parameter set repeated before the picture"
+                return "HEVC NAL unit \(index) (type \(type), \(place))"
+            }
+            let clearBytes = try clear.clearBytes(of: raw, structure: structure())
             if (HEVCNALHeader.vps...HEVCNALHeader.pps).contains(type) {
+                let nal = Array(raw)
                 if !configured {
                     configurationUnits.append(nal)
                     return
                 }
                 if configurationUnits.contains(nal) { return }
                 throw FormatError(
-                    structure,
+                    structure(),
                     "a parameter set that differs from the first access unit's: 'hvc1' carries every parameter set "
                         + "in hvcC, so a stream whose parameter sets change is not packaged",
                     kind: .unsupported)
             }
             output.appendLengthPrefixed(raw)
-            units.append((4 + nal.count, 4 + clearBytes))
+            units.append((4 + raw.count, 4 + clearBytes))
         }
         if !configured {
             let types = Set(configurationUnits.map { HEVCNALHeader.type(of: $0[0]) })

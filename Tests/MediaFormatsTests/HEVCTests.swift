@@ -182,6 +182,23 @@ private let encodings: [(String, [String])] = [
         let vcl = clip.nalUnits.filter { ($0[0] >> 1) & 0x3F < 32 }
         let stored = zip(vcl, clip.oracleBits).map { storedLength(ofRBSPBits: $0.1, in: $0.0) }
         #expect(headers.map(\.storedBytes) == stored)
+        // In place, the first parse reads a copy of the first bytes only. Cut anywhere, from inside the
+        // NAL header to past the longest header, the answer is the same.
+        for firstTry in [2, 3, 7, 16, 33, 64, HEVCClearLength.firstTry] {
+            var state = HEVCClearLength()
+            var clear: [Int] = []
+            for (index, nal) in clip.nalUnits.enumerated() {
+                let bytes = try nal.withBytes { raw throws(FormatError) in
+                    try state.clearBytes(of: raw, firstTry: firstTry, structure: "NAL \(index)")
+                }
+                if (nal[0] >> 1) & 0x3F < 32 {
+                    clear.append(bytes)
+                } else {
+                    #expect(bytes == nal.count, "\(name): NAL \(index) is not all clear")
+                }
+            }
+            #expect(clear == stored, "\(name): first try of \(firstTry) bytes")
+        }
         // The negative control: the same comparison catches a header one bit or one byte off.
         #expect(mismatches(headers.map { $0.rbspBits + 1 }, clip.oracleBits).count == headers.count)
         #expect(
