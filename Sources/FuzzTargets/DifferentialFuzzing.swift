@@ -449,7 +449,11 @@ enum DifferentialFuzzing {
                     let length = Int(sample.bigEndianUInt32(at: offset))
                     precondition(length > 0 && length <= sample.count - offset - 4, "NAL length")
                     let nal = (offset + 4)..<(offset + 4 + length)
-                    let clearBytes = try headers.clearBytes(of: Array(sample[nal]), structure: "fragment NAL unit")
+                    // In place, as verify reads it (HEVC parses a slice from a copy of its first bytes).
+                    let clearBytes = try sample.withBytes { raw throws(FormatError) in
+                        try headers.clearBytes(
+                            of: UnsafeRawBufferPointer(rebasing: raw[nal]), structure: "fragment NAL unit")
+                    }
                     units.append((4 + length, 4 + clearBytes))
                     offset = nal.upperBound
                 }
