@@ -77,7 +77,7 @@ let package = Package(
             name: "GuardPlayCLI",
             dependencies: [
                 "ControlAPI", "Gateway", "Store", "HTTPServer", "Player", "Packager", "CaptureMonitor",
-                "CaptureDetectors", "MediaCore", "SystemSupport",
+                "CaptureDetectors", "MediaCore", "SystemSupport", "ThreadSupport",
             ],
             swiftSettings: strict),
 

@@ -4,6 +4,7 @@ import MediaCore
 import Packager
 import Synchronization
 import SystemSupport
+import ThreadSupport
 
 /// `guard-play catalogue DIR --out OUT`: packages every media file under DIR with `package`'s options and
 /// verifies each output against its source, in-process, `--jobs` files at a time; reports per file as

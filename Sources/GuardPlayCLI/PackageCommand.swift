@@ -5,6 +5,7 @@ import MediaCore
 import Packager
 import Protection
 import SystemSupport
+import ThreadSupport
 
 /// `guard-play package INPUT --out DIR`: a thin wrapper over `PackagingJob` that parses options,
 /// prints notices and a summary, turns signals into cancellation, and maps errors to exit codes.

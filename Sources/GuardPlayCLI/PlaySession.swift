@@ -4,6 +4,7 @@ import FoundationEssentials
 import Player
 import Synchronization
 import SystemSupport
+import ThreadSupport
 
 /// One run of the player from the command line: status display, keys, signals, and the exit code.
 final class PlaySession: Sendable {

@@ -6,6 +6,7 @@ import MediaCore
 import Packager
 import Store
 import SystemSupport
+import ThreadSupport
 
 /// `guard-play watermark detect SUSPECT --asset ID`: names the session a leaked copy of a `--watermark ab`
 /// asset was served to, from the gateway's store and watermarking key.
