@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import ThreadSupport
 
@@ -9,7 +10,6 @@ private func handler(of number: Int32) -> sighandler_t? {
     return action.__sigaction_handler.sa_handler
 }
 
-// No signal is sent: a caught one would end this process after the trap's grace period.
 @Suite(.serialized) struct InterruptTrapTests {
     /// A trap released at once, as a command that fails at its first step releases it, leaves SIGINT and
     /// SIGTERM at their default actions. libdispatch installs its own handler for a signal source's signal
@@ -24,5 +24,21 @@ private func handler(of number: Int32) -> sighandler_t? {
         usleep(200_000)
         #expect(handler(of: SIGTERM) == nil, "SIGTERM's action after release is not the default")
         #expect(handler(of: SIGINT) == nil, "SIGINT's action after release is not the default")
+    }
+
+    /// A second trap, made after the first was released, catches the signals as the first did: SIGTERM
+    /// sent to this process reaches each trap's `onSignal` and does not end the process. The grace
+    /// period is set far beyond any test run, so the last resort (exit 130) never comes.
+    @Test func aTrapMadeAfterAnotherWasReleasedStillCatchesTheSignals() {
+        for trapNumber in 1...2 {
+            let caught = Mutex(0)
+            let trap = InterruptTrap(grace: 1e9, onSignal: { caught.withLock { $0 += 1 } }, lastResort: {})
+            kill(getpid(), SIGTERM)
+            let deadline = Date().addingTimeInterval(10)
+            while caught.withLock({ $0 }) == 0 && Date() < deadline { usleep(1000) }
+            trap.release()
+            #expect(caught.withLock { $0 } == 1, "trap \(trapNumber) did not catch SIGTERM")
+        }
+        #expect(handler(of: SIGTERM) == nil, "SIGTERM's action after release is not the default")
     }
 }
