@@ -22,7 +22,13 @@ public struct HEVCClearLength: NALClearLength, Sendable {
             }
             return nal.count
         }
-        let slice = try HEVCSliceSegmentHeader(nal, sets: parameterSets, previous: previous, structure: structure)
+        return try sliceClearBytes(nal, structure: structure)
+    }
+
+    /// The clear bytes of the slice segment whose stored bytes (or their first part) are `bytes`; an
+    /// independent segment becomes the one the next dependent segments continue.
+    private mutating func sliceClearBytes(_ bytes: [UInt8], structure: String) throws(FormatError) -> Int {
+        let slice = try HEVCSliceSegmentHeader(bytes, sets: parameterSets, previous: previous, structure: structure)
         if !slice.dependent { previous = slice }
         return slice.storedBytes
     }
@@ -46,14 +52,10 @@ public struct HEVCClearLength: NALClearLength, Sendable {
     mutating func clearBytes(
         of nal: UnsafeRawBufferPointer, firstTry: Int, structure: @autoclosure () -> String
     ) throws(FormatError) -> Int {
-        if nal.count >= 2, let header = try? HEVCNALHeader(nal, structure: "") {
+        if let header = try? HEVCNALHeader(nal, structure: "") {
             if !header.isVCL && !(HEVCNALHeader.vps...HEVCNALHeader.pps).contains(header.type) { return nal.count }
-            if header.isVCL,
-                let slice = try? HEVCSliceSegmentHeader(
-                    Array(nal.prefix(firstTry)), sets: parameterSets, previous: previous, structure: "")
-            {
-                if !slice.dependent { previous = slice }
-                return slice.storedBytes
+            if header.isVCL, let clear = try? sliceClearBytes(Array(nal.prefix(firstTry)), structure: "") {
+                return clear
             }
         }
         return try clearBytes(of: Array(nal), structure: structure())
