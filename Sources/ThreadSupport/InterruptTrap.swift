@@ -15,6 +15,7 @@ import Synchronization
 /// libdispatch installs that handler once a process, for the first source on a signal. A trap made after
 /// another was released puts it back (`release` restored the default), or the signal would be ignored.
 public final class InterruptTrap {
+    private static let signals = [SIGINT, SIGTERM]
     private let sources: [any DispatchSourceSignal]
     /// libdispatch's handler for each signal, as the first trap found it once its source was registered.
     private static let dispatchActions = Mutex<[Int32: sigaction]>([:])
@@ -24,7 +25,7 @@ public final class InterruptTrap {
     ) {
         let queue = DispatchQueue(label: "guard-play.signals")
         let registered = DispatchGroup()
-        sources = [SIGINT, SIGTERM].map { number in
+        sources = Self.signals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler {
@@ -42,7 +43,7 @@ public final class InterruptTrap {
         // Bounded: a source whose registration failed never calls its handler.
         _ = registered.wait(timeout: .now() + 2)
         Self.dispatchActions.withLock { actions in
-            for number in [SIGINT, SIGTERM] {
+            for number in Self.signals {
                 if var action = actions[number] {
                     sigaction(number, &action, nil)
                 } else {
@@ -57,7 +58,6 @@ public final class InterruptTrap {
     /// Stops catching the signals and restores their default action.
     public func release() {
         for source in sources { source.cancel() }
-        signal(SIGINT, SIG_DFL)
-        signal(SIGTERM, SIG_DFL)
+        for number in Self.signals { signal(number, SIG_DFL) }
     }
 }
