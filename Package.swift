@@ -85,7 +85,9 @@ let package = Package(
         // ASan by fuzz/Package.swift), and `fuzz-replay`, which runs committed inputs through them.
         .target(
             name: "FuzzTargets",
-            dependencies: ["ControlAPI", "HTTPServer", "Gateway", "CaptureDetectors", "MediaFormats", "Crypto"],
+            dependencies: [
+                "ControlAPI", "HTTPServer", "Gateway", "CaptureDetectors", "MediaFormats", "Crypto", "SystemSupport",
+            ],
             swiftSettings: strict),
         .executableTarget(name: "FuzzReplay", dependencies: ["FuzzTargets"], swiftSettings: strict),
         // bench/slice-parse.sh: the slice-header parse of every VCL NAL unit of an H.264 or HEVC stream, timed.

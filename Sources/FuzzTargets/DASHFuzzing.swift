@@ -1,5 +1,5 @@
-import Foundation
 import MediaFormats
+import SystemSupport
 
 /// The DASH MPD: its reader over arbitrary text, and the writer's round trip (a manifest made from the
 /// fuzz input, written by `DASHManifest.render`, read back by `ParsedDASHManifest`, must be what was
@@ -122,6 +122,6 @@ enum DASHFuzzing {
         }
     }
 
-    /// Seconds as the writer prints them, to 3 decimals.
-    static func milliseconds(_ seconds: Double) -> String { String(format: "%.3f", seconds) }
+    /// Seconds as the writer prints them, to 3 decimals (with the writer's C format, not Foundation's).
+    static func milliseconds(_ seconds: Double) -> String { String(cFormat: "%.3f", seconds) }
 }

@@ -220,25 +220,32 @@ private struct MarkupParser {
     }
 
     /// Character data up to (not including) `end`, entities resolved; in an attribute value `end` is
-    /// the quote and a `<` is refused.
+    /// the quote and a `<` is refused. Runs without an entity are taken whole from `bytes`; only text
+    /// with an entity is put together in a buffer.
     mutating func characters(until end: UInt8) throws(FormatError) -> String {
-        var out: [UInt8] = []
+        var resolved: [UInt8] = []
+        var run = position
         while true {
             guard position < bytes.count else {
-                if end == UInt8(ascii: "<") { return String(decoding: out, as: UTF8.self) }
-                throw fail("an attribute value is not closed")
+                guard end == UInt8(ascii: "<") else { throw fail("an attribute value is not closed") }
+                break
             }
             let byte = bytes[position]
-            if byte == end { return String(decoding: out, as: UTF8.self) }
+            if byte == end { break }
             if byte == UInt8(ascii: "<") { throw fail("'<' inside an attribute value") }
             if byte < 0x20 && !Self.isSpace(byte) { throw fail("control character \(byte)") }
             if byte == UInt8(ascii: "&") {
-                out += try entity()
+                resolved += bytes[run..<position]
+                resolved += try entity()
+                run = position
                 continue
             }
-            out.append(byte)
             position += 1
         }
+        // An entity always resolves to at least one byte, so an empty buffer means none was met.
+        guard !resolved.isEmpty else { return String(decoding: bytes[run..<position], as: UTF8.self) }
+        resolved += bytes[run..<position]
+        return String(decoding: resolved, as: UTF8.self)
     }
 
     /// The entity or character reference whose `&` is at `position`, as UTF-8.
