@@ -69,13 +69,19 @@ public struct BitWriter: Sendable {
 
     public init() {}
 
-    /// Appends the low `count` bits of `value`, most significant first.
+    /// Appends the low `count` bits of `value`, most significant first (zero bits for a `count` over 32),
+    /// filling the last byte's free bits, then whole bytes, at a time.
     public mutating func write(_ value: UInt32, bits count: Int) {
-        for shift in stride(from: count - 1, through: 0, by: -1) {
-            if bitCount & 7 == 0 { bytes.append(0) }
-            let bit = UInt8((value >> UInt32(shift)) & 1)
-            bytes[bytes.count - 1] |= bit << (7 - UInt8(bitCount & 7))
-            bitCount += 1
+        var remaining = count
+        while remaining > 0 {
+            let used = bitCount & 7
+            if used == 0 { bytes.append(0) }
+            let take = min(8 - used, remaining)
+            // The next `take` bits of the field; a shift of 32 or more gives zero bits.
+            let chunk = (value >> UInt32(remaining - take)) & (UInt32(1) << UInt32(take) - 1)
+            bytes[bytes.count - 1] |= UInt8(chunk) << UInt8(8 - used - take)
+            bitCount += take
+            remaining -= take
         }
     }
 

@@ -77,12 +77,16 @@ public struct BoxReader {
 
     /// The one box of `type` among `boxes`, or an error naming it as missing or repeated.
     public static func one(_ type: String, in boxes: [Box], structure: String) throws(FormatError) -> Box {
-        let matching = boxes.filter { $0.type == type }
-        guard matching.count == 1 else {
-            throw FormatError(
-                structure, matching.isEmpty ? "has no '\(type)' box" : "has \(matching.count) '\(type)' boxes, not one")
+        var found: Box? = nil
+        var count = 0
+        for box in boxes where box.type == type {
+            found = box
+            count += 1
         }
-        return matching[0]
+        guard count == 1, let found else {
+            throw FormatError(structure, count == 0 ? "has no '\(type)' box" : "has \(count) '\(type)' boxes, not one")
+        }
+        return found
     }
 
     private mutating func take(_ count: Int) throws(FormatError) -> Int {
