@@ -14,7 +14,7 @@ enum CMAFVerifyFuzzing {
         collect(bytes, range: nil, depth: 0, budget: &budget, into: &found)
         var ivSizes: Set<Int> = [0, 8]
         for box in found where box.type == "tenc" {
-            guard let tenc = try? TrackEncryptionBox(bytes, box: box, structure: "fuzz tenc") else { continue }
+            guard let tenc = try? TrackEncryptionBox(bytes, box: box, structure: "fuzz") else { continue }
             precondition(tenc.keyID.count == 16 && tenc.cryptBlocks <= 15 && tenc.skipBlocks <= 15)
             let used = 4 + 4 + 16 + (tenc.perSampleIVSize == 0 ? 1 + tenc.constantIV.count : 0)
             precondition(used <= box.body.count, "tenc read \(used) bytes of a \(box.body.count)-byte body")
@@ -61,7 +61,7 @@ enum CMAFVerifyFuzzing {
         }
         guard let trunBox = children.first(where: { $0.type == "trun" }),
             let run = try? TrackRunBox(
-                bytes, box: trunBox, structure: "fuzz trun", defaultDuration: defaultDuration, defaultSize: defaultSize)
+                bytes, box: trunBox, structure: "fuzz", defaultDuration: defaultDuration, defaultSize: defaultSize)
         else { return }
         precondition(run.durations.count == run.sizes.count, "trun's tables differ in length")
         precondition(

@@ -25,21 +25,30 @@ public struct BoxReader {
     public var position: Int
     /// Where the current box body ends.
     public let limit: Int
-    /// The structure named in errors, such as `video-1.m4s moof/traf/trun`.
-    public let structure: String
+    /// The structure named in errors, such as `video-1.m4s moof/traf trun`.
+    public var structure: String { boxType.map { parent + " " + $0 } ?? parent }
+    /// The structure the reader was given and, for a box's body, the box's type: joined only when an
+    /// error names them, since a reader is made for every box read and most read without one.
+    private let parent: String
+    private let boxType: String?
 
     /// A reader over `range` of `bytes`.
     public init(_ bytes: [UInt8], range: Range<Int>? = nil, structure: String) {
-        self.bytes = bytes
-        let range = range ?? 0..<bytes.count
-        position = range.lowerBound
-        limit = range.upperBound
-        self.structure = structure
+        self.init(bytes, range: range ?? 0..<bytes.count, parent: structure, boxType: nil)
     }
 
-    /// A reader over the body of `box`.
+    /// A reader over the body of `box`; `structure` names what holds the box, and errors name the box
+    /// after it (`structure trun`).
     public init(_ bytes: [UInt8], box: Box, structure: String) {
-        self.init(bytes, range: box.body, structure: structure + " " + box.type)
+        self.init(bytes, range: box.body, parent: structure, boxType: box.type)
+    }
+
+    private init(_ bytes: [UInt8], range: Range<Int>, parent: String, boxType: String?) {
+        self.bytes = bytes
+        position = range.lowerBound
+        limit = range.upperBound
+        self.parent = parent
+        self.boxType = boxType
     }
 
     /// Bytes left before the limit.
@@ -48,6 +57,8 @@ public struct BoxReader {
     /// The boxes from `position` to the limit, in order.
     public mutating func boxes() throws(FormatError) -> [Box] {
         var found: [Box] = []
+        // Room for the boxes a parent usually holds (a traf's six, an stsd entry's few), in one allocation.
+        found.reserveCapacity(min(remaining / 8, 8))
         while position < limit {
             guard remaining >= 8 else {
                 throw FormatError(structure, "\(remaining) stray bytes at offset \(position), too few for a box header")

@@ -7,11 +7,11 @@ public struct SampleAuxiliaryInformationSizes: Equatable, Sendable {
     /// Reads the body of `box` in `bytes` for `sampleCount` samples (from `trun`); `structure` names the
     /// traf in errors.
     public init(_ bytes: [UInt8], box: Box, structure: String, sampleCount count: Int) throws(FormatError) {
-        var reader = BoxReader(bytes, box: box, structure: structure + " saiz")
+        var reader = BoxReader(bytes, box: box, structure: structure)
         if try reader.versionAndFlags().flags & 1 != 0 { try reader.skip(8) }
         let defaultSize = Int(try reader.u8())
         guard Int(try reader.u32()) == count else {
-            throw FormatError(structure + " saiz", "sample count is not trun's \(count)")
+            throw FormatError(reader.structure, "sample count is not trun's \(count)")
         }
         sizes = defaultSize != 0 ? Array(repeating: defaultSize, count: count) : try reader.data(count).map(Int.init)
     }
@@ -26,13 +26,13 @@ public struct SampleAuxiliaryInformationOffsets: Equatable, Sendable {
     /// Reads the body of `box` in `bytes`; `structure` names the traf in errors. The entry count is
     /// bounded by the bytes the box holds.
     public init(_ bytes: [UInt8], box: Box, structure: String) throws(FormatError) {
-        var reader = BoxReader(bytes, box: box, structure: structure + " saio")
+        var reader = BoxReader(bytes, box: box, structure: structure)
         let header = try reader.versionAndFlags()
         if header.flags & 1 != 0 { try reader.skip(8) }
         let count = Int(try reader.u32())
         let width = header.version == 1 ? 8 : 4
         guard count <= reader.remaining / width else {
-            throw FormatError(structure + " saio", "\(count) offsets in \(reader.remaining) bytes")
+            throw FormatError(reader.structure, "\(count) offsets in \(reader.remaining) bytes")
         }
         offsets = []
         for _ in 0..<count {

@@ -23,10 +23,10 @@ public struct SampleEncryptionBox: Equatable, Sendable {
     /// `structure` names the traf in errors (the box is named after it, `… senc`).
     public init(_ bytes: [UInt8], box: Box, structure: String, ivSize: Int, sampleSizes: [Int]) throws(FormatError) {
         let count = sampleSizes.count
-        var reader = BoxReader(bytes, box: box, structure: structure + " senc")
+        var reader = BoxReader(bytes, box: box, structure: structure)
         flags = try reader.versionAndFlags().flags
         guard Int(try reader.u32()) == count else {
-            throw FormatError(structure + " senc", "sample count is not trun's \(count)")
+            throw FormatError(reader.structure, "sample count is not trun's \(count)")
         }
         firstRecord = reader.position
         records = []
@@ -42,7 +42,7 @@ public struct SampleEncryptionBox: Equatable, Sendable {
                 let covered = record.subsamples.reduce(0) { $0 + $1.clear + $1.protected }
                 guard covered == sampleSizes[index] else {
                     throw FormatError(
-                        structure + " senc",
+                        reader.structure,
                         "sample \(index)'s subsamples cover \(covered) bytes of \(sampleSizes[index])")
                 }
             }
@@ -50,7 +50,7 @@ public struct SampleEncryptionBox: Equatable, Sendable {
             recordSizes.append(reader.position - start)
         }
         guard reader.remaining == 0 else {
-            throw FormatError(structure + " senc", "\(reader.remaining) bytes after the last record")
+            throw FormatError(reader.structure, "\(reader.remaining) bytes after the last record")
         }
     }
 }

@@ -17,7 +17,8 @@ public struct TrackEncryptionBox: Equatable, Sendable {
     /// `default_constant_IV`, when the per-sample IV size is 0; empty otherwise.
     public var constantIV: [UInt8]
 
-    /// Reads the body of `box` in `bytes`; `structure` names the box in errors, such as `init.mp4 tenc`.
+    /// Reads the body of `box` in `bytes`; `structure` names what holds it in errors (the box is named
+    /// after it, such as `init.mp4 tenc`).
     public init(_ bytes: [UInt8], box: Box, structure: String) throws(FormatError) {
         var reader = BoxReader(bytes, box: box, structure: structure)
         version = try reader.versionAndFlags().version

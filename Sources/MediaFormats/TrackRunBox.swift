@@ -15,21 +15,24 @@ public struct TrackRunBox: Equatable, Sendable {
     public var totalDuration: UInt64 { durations.reduce(0) { $0 + UInt64($1) } }
 
     /// Reads the body of `box` in `bytes`; a sample without its own duration or size takes
-    /// `defaultDuration` or `defaultSize` (from `tfhd`). `structure` names the box in errors.
+    /// `defaultDuration` or `defaultSize` (from `tfhd`). `structure` names the traf in errors (the box is
+    /// named after it, `… trun`).
     public init(
         _ bytes: [UInt8], box: Box, structure: String, defaultDuration: UInt32, defaultSize: UInt32
     ) throws(FormatError) {
         var reader = BoxReader(bytes, box: box, structure: structure)
         flags = try reader.versionAndFlags().flags
         let count = Int(try reader.u32())
-        guard flags & 0x01 != 0 else { throw FormatError(structure, "has no data offset") }
+        guard flags & 0x01 != 0 else { throw FormatError(reader.structure, "has no data offset") }
         dataOffset = Int(Int32(bitPattern: try reader.u32()))
         if flags & 0x04 != 0 { _ = try reader.u32() }
         guard count <= reader.remaining / 4 + 1 else {
-            throw FormatError(structure, "\(count) samples in \(reader.remaining) bytes")
+            throw FormatError(reader.structure, "\(count) samples in \(reader.remaining) bytes")
         }
         durations = []
+        durations.reserveCapacity(count)
         sizes = []
+        sizes.reserveCapacity(count)
         for _ in 0..<count {
             durations.append(flags & 0x100 != 0 ? try reader.u32() : defaultDuration)
             sizes.append(Int(flags & 0x200 != 0 ? try reader.u32() : defaultSize))

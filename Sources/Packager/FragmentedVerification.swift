@@ -270,7 +270,7 @@ struct FragmentedVerification {
         info.scheme = expected
         let schi = try child(bytes, sinf, "schi", structure: name)
         let tenc = try TrackEncryptionBox(
-            bytes, box: try child(bytes, schi, "tenc", structure: name), structure: name + " tenc")
+            bytes, box: try child(bytes, schi, "tenc", structure: name), structure: name)
         let tencVersion = tenc.version
         let isProtected = tenc.isProtected
         info.perSampleIVSize = tenc.perSampleIVSize
@@ -460,7 +460,7 @@ struct FragmentedVerification {
         if tfhdFlags & 0x08 != 0 { defaultDuration = try tfhd.u32() }
         if tfhdFlags & 0x10 != 0 { defaultSize = try tfhd.u32() }
         var tfdt = BoxReader(
-            bytes, box: try BoxReader.one("tfdt", in: children, structure: structure), structure: structure + " tfdt")
+            bytes, box: try BoxReader.one("tfdt", in: children, structure: structure), structure: structure)
         let tfdtVersion = try tfdt.versionAndFlags().version
         let decodeTime = tfdtVersion == 1 ? try tfdt.u64() : UInt64(try tfdt.u32())
         if let expected = nextDecodeTime, expected != decodeTime {
@@ -468,7 +468,7 @@ struct FragmentedVerification {
                 structure + " tfdt", "decoding time \(decodeTime), but the previous fragment ends at \(expected)")
         }
         let run = try TrackRunBox(
-            bytes, box: try BoxReader.one("trun", in: children, structure: structure), structure: structure + " trun",
+            bytes, box: try BoxReader.one("trun", in: children, structure: structure), structure: structure,
             defaultDuration: defaultDuration, defaultSize: defaultSize)
         let count = run.sizes.count
         let dataOffset = run.dataOffset
