@@ -46,6 +46,7 @@ enum DifferentialFuzzing {
         /// RBSP trailing bits, escaped as an encoder escapes them.
         func nal(_ header: UInt8, payload: [UInt8] = []) -> [UInt8] {
             var rbsp = self
+            rbsp.writer.reserveCapacity(rbsp.writer.bytes.count + payload.count + 1)
             for byte in payload { rbsp.u(Int(byte), 8) }
             return [header] + EmulationPrevention.escaped(rbsp.aligned())
         }
@@ -345,7 +346,7 @@ enum DifferentialFuzzing {
                 try reader.skip(CMAFVerifyFuzzing.headers[box.type] ?? 0)
                 box = try BoxReader.one(type, in: try reader.boxes(), structure: "init " + box.type)
             }
-            tenc = try TrackEncryptionBox(initSegment, box: box, structure: "init tenc")
+            tenc = try TrackEncryptionBox(initSegment, box: box, structure: "init")
             if track.isVideo {
                 var reader = BoxReader(initSegment, range: entry.body, structure: "init")
                 try reader.skip(78)
@@ -422,7 +423,7 @@ enum DifferentialFuzzing {
         let children = try trafReader.boxes()
         let structure = "fragment moof/traf"
         let run = try TrackRunBox(
-            bytes, box: try BoxReader.one("trun", in: children, structure: structure), structure: structure + " trun",
+            bytes, box: try BoxReader.one("trun", in: children, structure: structure), structure: structure,
             defaultDuration: 0, defaultSize: 0)
         precondition(run.dataOffset == mdat.body.lowerBound - moof.range.lowerBound, "trun data offset")
         precondition(run.sizes.reduce(0, +) == mdat.body.count, "trun sizes against the mdat")

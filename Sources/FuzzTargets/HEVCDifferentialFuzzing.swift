@@ -89,6 +89,7 @@ extension DifferentialFuzzing {
     /// not included), and the number of stored bytes including the two-byte NAL header.
     static func hevcNAL(_ type: UInt8, rbsp: [UInt8], headerBytes: Int) -> (nal: [UInt8], headerEnd: Int) {
         var stored: [UInt8] = [type << 1, 0x01]
+        stored.reserveCapacity(2 + rbsp.count + rbsp.count / 2)
         var zeros = 0
         var headerEnd = 2
         for (index, byte) in rbsp.enumerated() {

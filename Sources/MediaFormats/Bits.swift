@@ -69,6 +69,9 @@ public struct BitWriter: Sendable {
 
     public init() {}
 
+    /// Makes room for `count` bytes in all, so a writer that knows its length grows its bytes once.
+    public mutating func reserveCapacity(_ count: Int) { bytes.reserveCapacity(count) }
+
     /// Appends the low `count` bits of `value`, most significant first (zero bits for a `count` over 32),
     /// filling the last byte's free bits, then whole bytes, at a time.
     public mutating func write(_ value: UInt32, bits count: Int) {

@@ -6,8 +6,12 @@ public struct BoxWriter {
     private(set) var bytes: [UInt8] = []
     private var open: [Int] = []
 
-    /// A writer with room for `capacity` bytes.
-    public init(capacity: Int = 1_024) { bytes.reserveCapacity(capacity) }
+    /// A writer with room for `capacity` bytes, and for boxes nested eight deep (a video sample entry's
+    /// `sinf/schi/tenc` is seven below `moov`).
+    public init(capacity: Int = 1_024) {
+        bytes.reserveCapacity(capacity)
+        open.reserveCapacity(8)
+    }
 
     /// Bytes written so far.
     public var count: Int { bytes.count }

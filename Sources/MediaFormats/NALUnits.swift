@@ -85,6 +85,7 @@ public enum EmulationPrevention: Sendable {
     /// `bytes` with emulation prevention applied.
     public static func escaped(_ bytes: [UInt8]) -> [UInt8] {
         var output: [UInt8] = []
+        output.reserveCapacity(bytes.count + bytes.count / 64 + 4)
         bytes.withUnsafeBytes { escape($0, appendingTo: &output) }
         return output
     }
@@ -92,6 +93,7 @@ public enum EmulationPrevention: Sendable {
     /// `bytes` with one layer of emulation prevention removed.
     public static func unescaped(_ bytes: [UInt8]) -> [UInt8] {
         var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
         bytes.withUnsafeBytes { unescape($0, appendingTo: &output) }
         return output
     }
