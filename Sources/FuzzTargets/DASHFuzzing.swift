@@ -115,9 +115,11 @@ enum DASHFuzzing {
             precondition(read.presentationTimeOffset == rep.presentationTimeOffset)
             precondition(read.initialization == rep.initialization && read.media == rep.media)
             precondition(read.startNumber == rep.startNumber, "startNumber")
-            let readSegments = read.segments.map { [$0.start, $0.duration] }
             precondition(
-                readSegments == rep.segments.map { [$0.start, $0.duration] },
+                read.segments.count == rep.segments.count
+                    && zip(read.segments, rep.segments).allSatisfy {
+                        $0.start == $1.start && $0.duration == $1.duration
+                    },
                 "the timeline reads back as other segments")
         }
     }

@@ -200,9 +200,10 @@ public struct ParsedDASHManifest: Equatable, Sendable {
         try timelineReader.allow([])
         try timelineReader.only(["S"])
         var next: UInt64 = 0
+        let runStructure = structure + " S"
         for s in timeline.children {
-            let run = DASHElementReader(s, structure: structure + " S \(representation.segments.count)")
-            try run.allow(["t", "d", "r"])
+            let run = DASHElementReader(s, structure: runStructure, number: representation.segments.count)
+            try run.allow(DASHElementReader.segmentRunAttributes)
             try run.only([])
             let start = try run.optionalUnsigned("t") ?? next
             let duration = try run.unsigned("d")
@@ -225,16 +226,25 @@ public struct ParsedDASHManifest: Equatable, Sendable {
 private struct DASHElementReader {
     let element: MarkupElement
     let structure: String
+    /// The element's number among its like (an `S` run's first segment), put after `structure` in errors.
+    let number: Int?
 
-    init(_ element: MarkupElement, structure: String) {
+    /// The attributes of an `S` run, of which a timeline has many.
+    static let segmentRunAttributes: Set<String> = ["t", "d", "r"]
+
+    init(_ element: MarkupElement, structure: String, number: Int? = nil) {
         self.element = element
         self.structure = structure
+        self.number = number
     }
 
-    func fail(_ reason: String) -> FormatError { FormatError(structure, reason) }
+    func fail(_ reason: String) -> FormatError {
+        FormatError(number.map { "\(structure) \($0)" } ?? structure, reason)
+    }
 
-    /// Refuses an attribute not in `names`.
+    /// Refuses an attribute not in `names`, naming the first unknown one in sorted order.
     func allow(_ names: Set<String>) throws(FormatError) {
+        guard !element.attributes.keys.allSatisfy(names.contains) else { return }
         if let unknown = element.attributes.keys.sorted().first(where: { !names.contains($0) }) {
             throw fail("unknown attribute \(unknown)")
         }

@@ -101,6 +101,21 @@ import Testing
         #expect(throws: FormatError.self) { try MarkupElement.parse("<a v=\"a & \"b\"\"/>", structure: "raw") }
     }
 
+    /// An error inside a timeline names the run by the number of its first segment, and the first unknown
+    /// attribute in sorted order.
+    @Test func aTimelineErrorNamesItsRun() {
+        let text = """
+            <MPD type="static" mediaPresentationDuration="PT1S" minBufferTime="PT1S"><Period id="0" start="PT0S">\
+            <AdaptationSet id="0" contentType="video" mimeType="video/mp4"><Representation id="v" codecs="c" \
+            bandwidth="1"><SegmentTemplate timescale="1" presentationTimeOffset="0" initialization="i" media="m" \
+            startNumber="0"><SegmentTimeline><S d="1" r="2"/><S d="1" z="0" y="0"/></SegmentTimeline>\
+            </SegmentTemplate></Representation></AdaptationSet></Period></MPD>
+            """
+        let error = #expect(throws: FormatError.self) { try ParsedDASHManifest(text, structure: "m.mpd") }
+        #expect(error?.structure.hasSuffix(" S 3") == true, "\(String(describing: error))")
+        #expect(error?.reason == "unknown attribute y", "\(String(describing: error))")
+    }
+
     @Test func hostileSizesAreBounded() {
         let deep = String(repeating: "<a>", count: 40) + String(repeating: "</a>", count: 40)
         #expect(throws: FormatError.self) { try MarkupElement.parse(deep, structure: "deep") }
