@@ -87,7 +87,7 @@ public struct HEVCAnnexBConverter: Sendable {
             let header = try HEVCNALHeader(
                 UnsafeRawBufferPointer(rebasing: sample[range]), structure: "HEVC NAL unit \(index) of the sample")
             if header.isVCL && header.isIRAP { isRandomAccess = true }
-            if (HEVCNALHeader.vps...HEVCNALHeader.pps).contains(header.type) {
+            if header.isParameterSet {
                 inBand.append(Array(sample[range]))
             }
             if header.type == HEVCNALHeader.accessUnitDelimiter { continue }
@@ -108,10 +108,10 @@ public struct HEVCAnnexBConverter: Sendable {
         for (index, unit) in units.enumerated() {
             try check.add(unit, structure: "\(structure), NAL unit \(index)")
         }
-        let types = Set(units.map(Self.type)).intersection(HEVCNALHeader.vps...HEVCNALHeader.pps)
+        let types = Set(units.map(Self.type)).intersection(HEVCNALHeader.parameterSetTypes)
         let kept =
             parameterSets.filter { !types.contains(Self.type($0)) } + units.filter { types.contains(Self.type($0)) }
-        parameterSets = (HEVCNALHeader.vps...HEVCNALHeader.pps).flatMap { type in kept.filter { Self.type($0) == type }
+        parameterSets = HEVCNALHeader.parameterSetTypes.flatMap { type in kept.filter { Self.type($0) == type }
         }
     }
 

@@ -43,8 +43,13 @@ public struct HEVCNALHeader: Sendable, Equatable {
     /// `nal_unit_type` from a NAL unit's first byte, with nothing checked.
     public static func type(of firstByte: UInt8) -> UInt8 { (firstByte >> 1) & 0x3F }
 
+    /// The parameter set types, VPS, SPS and PPS (32…34), in the order `hvcC` lists them.
+    public static let parameterSetTypes = vps...pps
+
     /// True for a slice segment (VCL types 0…31).
     public var isVCL: Bool { type < 32 }
+    /// True for a VPS, SPS or PPS.
+    public var isParameterSet: Bool { Self.parameterSetTypes.contains(type) }
     /// True for IRAP pictures (BLA, IDR, CRA and reserved IRAP types 16…23).
     public var isIRAP: Bool { (16...23).contains(type) }
     /// True for IDR pictures, whose slices carry no picture order count.

@@ -17,7 +17,7 @@ public struct HEVCClearLength: NALClearLength, Sendable {
     public mutating func clearBytes(of nal: [UInt8], structure: String) throws(FormatError) -> Int {
         let header = try HEVCNALHeader(nal, structure: structure)
         guard header.isVCL else {
-            if (HEVCNALHeader.vps...HEVCNALHeader.pps).contains(header.type) {
+            if header.isParameterSet {
                 try parameterSets.add(nal, structure: structure)
             }
             return nal.count
@@ -53,7 +53,7 @@ public struct HEVCClearLength: NALClearLength, Sendable {
         of nal: UnsafeRawBufferPointer, firstTry: Int, structure: @autoclosure () -> String
     ) throws(FormatError) -> Int {
         if let header = try? HEVCNALHeader(nal, structure: "") {
-            if !header.isVCL && !(HEVCNALHeader.vps...HEVCNALHeader.pps).contains(header.type) { return nal.count }
+            if !header.isVCL && !header.isParameterSet { return nal.count }
             if header.isVCL, let clear = try? sliceClearBytes(Array(nal.prefix(firstTry)), structure: "") {
                 return clear
             }
@@ -98,7 +98,7 @@ public struct HEVCSampleBuilder: Sendable, CMAFSampleBuilding {
                 return "HEVC NAL unit \(index) (type \(type), \(place))"
             }
             let clearBytes = try clear.clearBytes(of: raw, structure: structure())
-            if (HEVCNALHeader.vps...HEVCNALHeader.pps).contains(type) {
+            if HEVCNALHeader.parameterSetTypes.contains(type) {
                 let nal = Array(raw)
                 if !configured {
                     configurationUnits.append(nal)
