@@ -189,8 +189,6 @@ private struct MarkupParser {
             position += 1
             let value = try characters(until: quote)
             position += 1
-            // Room for the attributes a manifest element has (a Representation's seven) in one allocation.
-            if element.attributes.isEmpty { element.attributes.reserveCapacity(8) }
             guard element.attributes.updateValue(value, forKey: attribute) == nil else {
                 throw fail("attribute \(attribute) given twice on <\(element.name)>")
             }
