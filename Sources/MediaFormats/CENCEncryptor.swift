@@ -162,36 +162,37 @@ public final class CENCSampleCipher {
 
     /// Runs one CBC chain over the crypt blocks of the pattern in `range`: they are gathered into
     /// `scratch`, processed in one call (a call per 16-byte block cost more than the AES itself), and put
-    /// back. A crypt run is cut to the whole blocks left; a trailing partial block stays clear.
+    /// back. A crypt run is cut to the whole blocks left; a trailing partial block stays clear. The walk
+    /// counts blocks, so its loops divide nothing.
     private func processPattern(_ range: UnsafeMutableRawBufferPointer, crypt: Int, skip: Int) throws(CryptoError) {
         guard let cbc, let base = range.baseAddress else { return }
-        let stride = 16 * (crypt + skip)
-        var gathered = 0
-        var offset = 0
-        while range.count - offset >= 16 {
-            gathered += 16 * min(crypt, (range.count - offset) / 16)
-            offset += stride
-        }
+        let blocks = range.count / 16
+        let period = crypt + skip
+        let gathered = 16 * ((blocks / period) * crypt + min(crypt, blocks % period))
         if scratch.count < gathered { scratch = [UInt8](repeating: 0, count: gathered) }
         try scratch.withMutableBytes { buffer throws(CryptoError) in
             guard let target = buffer.baseAddress else { return }
-            var offset = 0
-            var filled = 0
-            while range.count - offset >= 16 {
-                let length = 16 * min(crypt, (range.count - offset) / 16)
-                Self.copyBlocks(to: target + filled, from: base + offset, byteCount: length)
-                filled += length
-                offset += stride
+            Self.walkPattern(blocks: blocks, crypt: crypt, period: period) { block, filled, length in
+                Self.copyBlocks(to: target + filled, from: base + 16 * block, byteCount: length)
             }
             try cbc.process(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<gathered]))
-            offset = 0
-            filled = 0
-            while range.count - offset >= 16 {
-                let length = 16 * min(crypt, (range.count - offset) / 16)
-                Self.copyBlocks(to: base + offset, from: target + filled, byteCount: length)
-                filled += length
-                offset += stride
+            Self.walkPattern(blocks: blocks, crypt: crypt, period: period) { block, filled, length in
+                Self.copyBlocks(to: base + 16 * block, from: target + filled, byteCount: length)
             }
+        }
+    }
+
+    /// Calls `body` with each crypt run of `blocks` whole blocks under a pattern of `crypt` blocks in
+    /// every `period`: its first block, the bytes gathered before it, and its length in bytes.
+    @inline(__always)
+    private static func walkPattern(blocks: Int, crypt: Int, period: Int, _ body: (Int, Int, Int) -> Void) {
+        var block = 0
+        var filled = 0
+        while block < blocks {
+            let length = 16 * min(crypt, blocks - block)
+            body(block, filled, length)
+            filled += length
+            block += period
         }
     }
 }

@@ -75,6 +75,26 @@ import Testing
         #expect(sample == plain)
     }
 
+    /// Other patterns (which `verify` meets in foreign files): 2:3 and 5:5 over ranges that end inside a
+    /// crypt run, on a block boundary and inside a skip run. Each crypt run is one link of the chain, cut
+    /// to the whole blocks left.
+    @Test(arguments: [(2, 3, 185), (2, 3, 176), (2, 3, 208), (5, 5, 330), (5, 5, 16)])
+    func cbcsOtherPatternsChainTheirCryptRuns(crypt: Int, skip: Int, length: Int) throws {
+        let plain = Reference.bytes(length + 7, seed: 6)
+        var sample = plain
+        try CENCSampleCipher(scheme: .cbcs, key: Reference.key, encrypt: true).process(
+            &sample, subsamples: [Subsample(clear: 7, protected: length)], iv: Reference.iv, crypt: crypt, skip: skip)
+        var expected = plain
+        var chain = Reference.iv
+        for block in 0..<(length / 16) where block % (crypt + skip) < crypt {
+            let offset = 7 + 16 * block
+            chain = Reference.encryptBlock(Array(plain[offset..<(offset + 16)]), chain: chain)
+            expected.replaceSubrange(offset..<(offset + 16), with: chain)
+        }
+        #expect(sample == expected)
+        #expect(sample != plain)
+    }
+
     @Test func cbcsAudioEncryptsEveryWholeBlockAndLeavesTheTail() throws {
         let plain = Reference.bytes(50, seed: 4)
         var sample = plain
