@@ -11,7 +11,8 @@ import Synchronization
 final class BackgroundWriter: @unchecked Sendable {
     // Invariant behind @unchecked Sendable: `queue` serialises every use of a submitted buffer and file
     // descriptor; `free` and `failure` are only touched under their Mutex; a ByteBuffer belongs either
-    // to the caller (taken from `free`) or to the queue (submitted), never to both.
+    // to the caller (taken from `free`) or to the queue (submitted), never to both. A cipher submitted
+    // in a `DeferredEncryption` is processed on the queue only: the caller no longer uses it itself.
     static let bufferCount = 4
     static let bufferCapacity = SegmentFile.flushThreshold + (1 << 16)
 
@@ -32,16 +33,28 @@ final class BackgroundWriter: @unchecked Sendable {
     }
 
     /// Writes all of `buffer` to `descriptor` on the queue, at its file position or at `offset`
-    /// (`pwrite`), then recycles the buffer. `path` names the file in errors.
-    func submit(_ buffer: ByteBuffer, to descriptor: Int32, at offset: Int? = nil, path: String) {
-        let box = ByteBufferBox(buffer: buffer)
+    /// (`pwrite`), then recycles the buffer; the samples in it are encrypted there first, as
+    /// `encryptions` say. `path` names the file in errors.
+    func submit(
+        _ buffer: ByteBuffer, to descriptor: Int32, at offset: Int? = nil, path: String,
+        encrypting encryptions: [DeferredEncryption] = []
+    ) {
+        let box = ByteBufferBox(buffer: buffer, encryptions: encryptions)
         slots.wait()
         queue.async { [self] in
             if failure.withLock({ $0 == nil }) {
-                let result = box.buffer.withUnsafeBytes { BackgroundWriter.writeAll(descriptor, $0, at: offset) }
-                if let reason = result { fail("cannot write \(path): \(reason)") }
+                let refusal = box.buffer.withMutableBytes { bytes in
+                    box.encryptions.lazy.compactMap { $0.run(bytes) }.first
+                }
+                if let refusal {
+                    fail(refusal)
+                } else {
+                    let result = box.buffer.withUnsafeBytes { BackgroundWriter.writeAll(descriptor, $0, at: offset) }
+                    if let reason = result { fail("cannot write \(path): \(reason)") }
+                }
             }
             box.buffer.removeAll()
+            box.encryptions = []
             free.withLock { $0.append(box) }
             slots.signal()
         }
@@ -69,7 +82,7 @@ final class BackgroundWriter: @unchecked Sendable {
     /// Hands back a buffer that was taken but not submitted.
     func giveBack(_ buffer: ByteBuffer) {
         buffer.removeAll()
-        free.withLock { $0.append(ByteBufferBox(buffer: buffer)) }
+        free.withLock { $0.append(ByteBufferBox(buffer: buffer, encryptions: [])) }
     }
 
     /// Closes `descriptor` once everything submitted before has been written.
@@ -112,9 +125,13 @@ final class BackgroundWriter: @unchecked Sendable {
     }
 }
 
-/// Carries a ByteBuffer to the writer's queue and back; ownership moves with it (see
-/// `BackgroundWriter`'s invariant).
+/// Carries a ByteBuffer and the encryption of its samples to the writer's queue and back; ownership
+/// moves with it (see `BackgroundWriter`'s invariant), and so does the use of the ciphers.
 private final class ByteBufferBox: @unchecked Sendable {
     let buffer: ByteBuffer
-    init(buffer: ByteBuffer) { self.buffer = buffer }
+    var encryptions: [DeferredEncryption]
+    init(buffer: ByteBuffer, encryptions: [DeferredEncryption]) {
+        self.buffer = buffer
+        self.encryptions = encryptions
+    }
 }

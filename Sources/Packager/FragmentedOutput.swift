@@ -83,7 +83,10 @@ final class FragmentedOutput {
     /// kept whole in one buffer, so they can be encrypted where they lie.
     func sampleBuffer(reserving count: Int) -> ByteBuffer { payload.sampleBuffer(reserving: count) }
 
-    /// Records a sample whose bytes are final (encrypted as needed) and already at the end of
+    /// Has the writer encrypt the sample just appended to `sampleBuffer(reserving:)`, before it writes it.
+    func encryptLater(_ encryption: DeferredEncryption) { payload.encryptLater(encryption) }
+
+    /// Records a sample whose bytes are final (or to be encrypted by the writer) and already at the end of
     /// `sampleBuffer(reserving:)`; `record` has all but its duration, which the next sample's decoding
     /// time gives. `duration` (track ticks) is used for the last one.
     func appended(record: FragmentSample, decodeTime: Int64, duration: Int64, presentation: Int64) {

@@ -108,9 +108,11 @@ struct FragmentedPackagingRun {
                 if let (cipher, constantIV) = try ciphers?.cipher(forSegment: output.segments.count) {
                     record.subsamples = SubsampleMap.make(units, scheme: cipher.scheme)
                     record.iv = cipher.scheme == .cenc ? nextIV() : []
-                    try encrypt(
-                        cipher, buffer, from: start, record, constantIV: constantIV,
-                        what: "video frame at \(Self.seconds(unit.pts)) s")
+                    output.encryptLater(
+                        DeferredEncryption(
+                            cipher: cipher, range: start..<(start + record.size), subsamples: record.subsamples,
+                            iv: record.iv.isEmpty ? constantIV : record.iv, kind: "video frame",
+                            time: unit.pts - TimestampMapper.startOffset))
                 }
                 output.appended(record: record, decodeTime: unit.dts, duration: unit.duration, presentation: unit.pts)
             } else {
@@ -145,9 +147,11 @@ struct FragmentedPackagingRun {
                     var record = FragmentSample(size: frame.count, duration: 0, isSync: true)
                     if let (cipher, constantIV) = try ciphers?.cipher(forSegment: output.segments.count) {
                         record.iv = cipher.scheme == .cenc ? nextIV() : []
-                        try encrypt(
-                            cipher, buffer, from: start, record, constantIV: constantIV,
-                            what: "audio frame at \(Self.seconds(unit.pts)) s")
+                        output.encryptLater(
+                            DeferredEncryption(
+                                cipher: cipher, range: start..<(start + record.size), subsamples: [],
+                                iv: record.iv.isEmpty ? constantIV : record.iv, kind: "audio frame",
+                                time: time - TimestampMapper.startOffset))
                     }
                     output.appended(
                         record: record, decodeTime: output.ticks(time), duration: output.ticks(share),
@@ -197,22 +201,6 @@ struct FragmentedPackagingRun {
 
     private static func seconds(_ pts: Int64) -> String {
         String(cFormat: "%.3f", Double(pts - TimestampMapper.startOffset) / 90_000)
-    }
-
-    /// Encrypts the sample `record` describes, at `start` of `buffer`, where it lies.
-    private func encrypt(
-        _ cipher: CENCSampleCipher, _ buffer: ByteBuffer, from start: Int, _ record: FragmentSample,
-        constantIV: [UInt8], what: @autoclosure () -> String
-    ) throws(PackagingError) {
-        do {
-            try buffer.withMutableBytes { raw throws(CryptoError) in
-                try cipher.process(
-                    UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + record.size)]),
-                    subsamples: record.subsamples, iv: record.iv.isEmpty ? constantIV : record.iv)
-            }
-        } catch {
-            throw PackagingError(.outputFailed, "cannot encrypt the \(what()): \(error)")
-        }
     }
 
     private func protection(video: Bool) -> TrackEncryption? {

@@ -16,6 +16,8 @@ final class SegmentPayloadSpool {
     private let descriptor: Int32
     /// The buffer samples are built in, once taken from the writer.
     private var buffer: ByteBuffer?
+    /// The encryption of the samples in `buffer`, which the writer runs before writing it.
+    private var encryptions: [DeferredEncryption] = []
     /// Bytes of the open segment handed to the writer for the scratch file.
     private var spooled = 0
 
@@ -53,6 +55,10 @@ final class SegmentPayloadSpool {
         return next
     }
 
+    /// Has the writer encrypt a sample that was just appended to the buffer `sampleBuffer(reserving:)`
+    /// gave, before it writes that buffer.
+    func encryptLater(_ encryption: DeferredEncryption) { encryptions.append(encryption) }
+
     /// Appends the open segment's bytes to `file` (after its `moof`) and starts the next segment.
     func move(to file: SegmentFile) throws(PackagingError) {
         if let buffer {
@@ -67,10 +73,38 @@ final class SegmentPayloadSpool {
     /// Hands `buffer` to the writer, for the scratch file after the bytes spooled before.
     private func spool(_ buffer: ByteBuffer) {
         let count = buffer.count
-        writer.submit(buffer, to: descriptor, at: spooled, path: path)
+        writer.submit(buffer, to: descriptor, at: spooled, path: path, encrypting: encryptions)
+        encryptions.removeAll(keepingCapacity: true)
         spooled += count
     }
 }
 
 @available(*, unavailable, message: "a SegmentPayloadSpool belongs to one FragmentedOutput")
 extension SegmentPayloadSpool: Sendable {}
+
+/// A sample's CENC encryption, handed with the buffer it lies in to the `BackgroundWriter`, which runs
+/// it just before writing the buffer: the cipher then costs the writer's thread, not the packaging
+/// thread (the longer of the two). A cipher handed over this way is used on the writer's queue only.
+struct DeferredEncryption {
+    let cipher: CENCSampleCipher
+    /// The sample's bytes in the buffer.
+    let range: Range<Int>
+    let subsamples: [Subsample]
+    /// The constant IV (`cbcs`) or the sample's IV (`cenc`).
+    let iv: [UInt8]
+    /// What the sample is, for an error: `video frame` or `audio frame`, and its 90 kHz presentation
+    /// time from the start.
+    let kind: StaticString
+    let time: Int64
+
+    /// Encrypts the sample in `buffer`; returns the reason on failure.
+    func run(_ buffer: UnsafeMutableRawBufferPointer) -> String? {
+        do {
+            try cipher.process(
+                UnsafeMutableRawBufferPointer(rebasing: buffer[range]), subsamples: subsamples, iv: iv)
+            return nil
+        } catch {
+            return "cannot encrypt the \(kind) at \(String(cFormat: "%.3f", Double(time) / 90_000)) s: \(error)"
+        }
+    }
+}
