@@ -63,7 +63,9 @@ public struct PackagingJob: Sendable {
         }
         if cancellation?.isCancelled == true { throw PackagingError(.cancelled, "packaging was cancelled") }
         let directory = try OutputDirectory.prepare(options.output, force: options.force)
-        let writer = BackgroundWriter()
+        let writer = BackgroundWriter(
+            bufferCount: options.container == .fragmentedMP4
+                ? BackgroundWriter.fragmentedBuffers : BackgroundWriter.transportStreamBuffers)
         var stagedKey: String? = nil
         do throws(PackagingError) {
             var result: PackagingResult

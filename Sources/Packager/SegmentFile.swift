@@ -7,10 +7,10 @@ import MediaFormats
 /// buffer that is handed to the job's `BackgroundWriter` when it grows past the threshold, and for
 /// `METHOD=AES-128` encrypted whole as it goes (AES-128-CBC, PKCS#7 padding).
 final class SegmentFile {
-    /// Bytes gathered before they are handed to the writer. With the writer's four buffers that is about
-    /// 2 MiB in flight, enough to cover the writer copying a whole spooled segment after its `moof` at a
-    /// cut; with 256 KiB buffers (1 MiB in flight) the packaging thread waited on it there, and fMP4 took
-    /// about a fifth longer (docs/PERFORMANCE.md).
+    /// Bytes gathered before they are handed to the writer: with its buffers in flight (`BackgroundWriter`)
+    /// 2 MiB for TS and 3 MiB for CMAF, enough to cover the writer copying a whole spooled segment after
+    /// its `moof` at a cut; with 256 KiB buffers the packaging thread waited on it there (the figures are
+    /// in docs/PERFORMANCE.md).
     static let flushThreshold = 1 << 19
 
     /// The file's path.
