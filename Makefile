@@ -73,8 +73,8 @@ web-player:
 
 # The CI packaging pipeline: every fixture in media/ packaged as SAMPLE-AES HLS and verified against
 # its source by `guard-play catalogue` (docs/CI.md shows media teams how to run it on theirs), in both
-# containers: MPEG-TS (the default; HEVC goes to fMP4 there) and fMP4 with cbcs, where AC-3 and E-AC-3
-# are skipped with the reason.
+# containers: MPEG-TS (the default; HEVC goes to fMP4 there) and fMP4 with cbcs, which carries every
+# fixture.
 catalogue: build
 	$(BIN) catalogue media --out out/catalogue --force --report out/catalogue-report.json \
 		--junit out/catalogue-junit.xml

@@ -139,7 +139,7 @@ final class Catalogue: Sendable {
             result.packageSeconds = Date().timeIntervalSince(packageStart)
             result.exitCode = PackageCommand.exitCode(for: error.kind).rawValue
             result.message = error.message
-            // Text, and a codec this run's container does not carry (HEVC in TS, AC-3 in fMP4), are
+            // Text, and a codec this run's container does not carry (HEVC in TS), are
             // skipped with the reason: the other container's run packages the latter.
             if error.kind == .inputNotMedia || error.kind == .containerUnsupported {
                 result.status = .skipped

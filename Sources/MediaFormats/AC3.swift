@@ -51,6 +51,46 @@ public enum AC3SyncFrame: Sendable {
         return frames
     }
 
+    /// The payload of an AC3SpecificBox (`dac3`, ETSI TS 102 366 §F.4) describing the AC-3 syncframe at
+    /// the start of `bytes`: its fscod, bsid, bsmod, acmod, lfeon and bit rate code.
+    public static func ac3SpecificBox(_ bytes: UnsafeRawBufferPointer) throws(FormatError) -> [UInt8] {
+        let frame = Array(bytes.prefix(8))
+        var reader = BitReader(frame, structure: "AC-3 bsi")
+        try reader.skip(32)  // syncword, crc1
+        let fscod = try reader.read(2)
+        let frmsizecod = try reader.read(6)
+        let bsid = try reader.read(5)
+        guard fscod < 3, frmsizecod < 38, bsid <= 10 else {
+            throw FormatError("AC-3 bsi", "fscod \(fscod), frmsizecod \(frmsizecod) or bsid \(bsid) is not AC-3's")
+        }
+        let bsmod = try reader.read(3)
+        let acmod = try reader.read(3)
+        if acmod & 1 == 1 && acmod != 1 { try reader.skip(2) }  // cmixlev
+        if acmod & 4 == 4 { try reader.skip(2) }  // surmixlev
+        if acmod == 2 { try reader.skip(2) }  // dsurmod
+        let lfeon = try reader.read(1)
+        var writer = BitWriter()
+        writer.write(fscod, bits: 2)
+        writer.write(bsid, bits: 5)
+        writer.write(bsmod, bits: 3)
+        writer.write(acmod, bits: 3)
+        writer.write(lfeon, bits: 1)
+        writer.write(frmsizecod >> 1, bits: 5)  // bit_rate_code
+        writer.write(0, bits: 5)  // reserved
+        return writer.bytes
+    }
+
+    /// The sample rate of the AC-3 or E-AC-3 syncframe at the start of `bytes`.
+    public static func sampleRate(_ bytes: UnsafeRawBufferPointer) throws(FormatError) -> Int {
+        _ = try length(bytes)
+        let fscod = Int(bytes[4] >> 6)
+        guard bytes[5] >> 3 > 10 else { return sampleRates[fscod] }
+        if fscod < 3 { return sampleRates[fscod] }
+        let fscod2 = Int(bytes[4] >> 4) & 3
+        guard fscod2 < 3 else { throw FormatError("E-AC-3 bsi", "reserved fscod2") }
+        return sampleRates[fscod2] / 2
+    }
+
     /// The payload of an EC3SpecificBox (`dec3`, ETSI TS 102 366 §F.6) describing the E-AC-3 access
     /// unit `bytes`: the setup data of the SAMPLE-AES audio setup information for E-AC-3.
     public static func ec3SpecificBox(_ bytes: UnsafeRawBufferPointer) throws(FormatError) -> [UInt8] {

@@ -28,6 +28,18 @@ public struct FragmentedTrack: Equatable, Sendable {
         case hevc(width: Int, height: Int, configuration: [UInt8])
         /// AAC with its AudioSpecificConfig.
         case aac(sampleRate: Int, channels: Int, configuration: [UInt8])
+        /// AC-3 (`ac-3` with `dac3`) or E-AC-3 (`ec-3` with `dec3`), ETSI TS 102 366 Annex F: `format` is
+        /// the sample entry's type, `specific` the payload of its specific box.
+        case dolby(format: DolbyFormat, sampleRate: Int, specific: [UInt8])
+    }
+
+    /// The Dolby audio sample entries.
+    public enum DolbyFormat: String, Equatable, Sendable {
+        case ac3 = "ac-3"
+        case eac3 = "ec-3"
+
+        /// The specific box the sample entry carries.
+        var specificBox: String { self == .ac3 ? "dac3" : "dec3" }
     }
 
     public var media: Media
@@ -55,7 +67,7 @@ public struct FragmentedTrack: Equatable, Sendable {
     public var isVideo: Bool {
         switch media {
         case .h264, .hevc: true
-        case .aac: false
+        case .aac, .dolby: false
         }
     }
 }
@@ -127,7 +139,7 @@ public enum FragmentedMP4Writer {
                     case .h264(let width, let height, _), .hevc(let width, let height, _):
                         tkhd.u32(UInt32(width) << 16)
                         tkhd.u32(UInt32(height) << 16)
-                    case .aac:
+                    case .aac, .dolby:
                         tkhd.zeros(8)
                     }
                 }
@@ -322,6 +334,19 @@ public enum FragmentedMP4Writer {
                 esds.append(elementaryStreamDescriptor(configuration))
             }
             writeProtection(track, original: "mp4a", &box)
+            box.end()
+        case .dolby(let format, let sampleRate, let specific):
+            // The channel count and sample size are fixed (§F.3): the specific box describes the audio.
+            box.begin(encrypted ? "enca" : format.rawValue)
+            box.zeros(6)
+            box.u16(1)
+            box.zeros(8)
+            box.u16(2)
+            box.u16(16)
+            box.zeros(4)
+            box.u32(UInt32(min(sampleRate, 65_535)) << 16)
+            box.box(format.specificBox) { $0.append(specific) }
+            writeProtection(track, original: format.rawValue, &box)
             box.end()
         }
     }

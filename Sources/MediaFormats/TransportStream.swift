@@ -50,6 +50,9 @@ public enum ElementaryCodec: String, Sendable, Hashable {
 
     /// True for audio.
     public var isAudio: Bool { self != .h264 && self != .hevc }
+
+    /// True for AC-3 and E-AC-3.
+    public var isDolby: Bool { self == .ac3 || self == .eac3 }
 }
 
 /// The audio setup information of SAMPLE-AES: the 'apad' registration descriptor's payload in the PMT

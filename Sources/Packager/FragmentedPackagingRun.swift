@@ -25,12 +25,6 @@ struct FragmentedPackagingRun {
         let plan = reader.plan
         let details = reader.details
         let streams = plan.streams
-        for planned in streams where planned.codec == .ac3 || planned.codec == .eac3 {
-            throw PackagingError(
-                .containerUnsupported,
-                "audio stream \(planned.source.index) is \(planned.codec == .ac3 ? "AC-3" : "E-AC-3"), which the fMP4 "
-                    + "path does not package yet: use --container ts, or transcode the audio to AAC")
-        }
         let layout = OutputLayout(hasVideo: plan.video != nil, audioCount: plan.audio.count, separateAudio: true)
         var outputs: [FragmentedOutput] = []
         var outputOfSlot: [Int: FragmentedOutput] = [:]
@@ -40,6 +34,8 @@ struct FragmentedPackagingRun {
             var timescale: UInt32 = 90_000
             if streams[slot].codec == .aac {
                 timescale = UInt32(try audioConfig(details[slot], streams[slot]).sampleRate)
+            } else if streams[slot].codec.isDolby, streams[slot].source.sampleRate > 0 {
+                timescale = UInt32(streams[slot].source.sampleRate)
             }
             let output = try FragmentedOutput(
                 name: playlist.name, slot: slot, timescale: timescale, directory: directory.temporary,
@@ -117,12 +113,15 @@ struct FragmentedPackagingRun {
                 output.appended(record: record, decodeTime: unit.dts, duration: unit.duration, presentation: unit.pts)
             } else {
                 if output.track == nil {
-                    output.track = try audioTrack(details[slot], planned)
+                    output.track = try audioTrack(details[slot], planned, first: unit, timescale: output.timescale)
                 }
-                // A raw frame as the demuxer read it, or the frames of ADTS bytes.
+                // A raw frame as the demuxer read it, the frames of ADTS bytes, or an AC-3 syncframe or
+                // E-AC-3 access unit whole (ETSI TS 102 366 §F.2).
                 let frames: [Range<Int>]
                 do {
-                    frames = try unit.packet.map { [0..<$0.size] } ?? AACSampleBuilder.frames(unit.bytes)
+                    frames =
+                        try unit.packet.map { [0..<$0.size] }
+                        ?? (planned.codec.isDolby ? [0..<unit.bytes.count] : AACSampleBuilder.frames(unit.bytes))
                 } catch {
                     throw PackagingError(
                         .inputCorrupt, "\(options.input): audio frame at \(Self.seconds(unit.pts)) s: \(error)")
@@ -234,9 +233,28 @@ struct FragmentedPackagingRun {
         return config
     }
 
-    private func audioTrack(_ detail: StreamDetails, _ planned: PlannedStream) throws(PackagingError)
-        -> FragmentedTrack
-    {
+    /// The audio track, from the stream's AAC configuration, or for AC-3 and E-AC-3 from its `first`
+    /// access unit.
+    private func audioTrack(
+        _ detail: StreamDetails, _ planned: PlannedStream, first: AccessUnit, timescale: UInt32
+    ) throws(PackagingError) -> FragmentedTrack {
+        if planned.codec.isDolby {
+            let format: FragmentedTrack.DolbyFormat = planned.codec == .ac3 ? .ac3 : .eac3
+            do {
+                let (specific, sampleRate) = try first.bytes.withBytes { raw throws(FormatError) in
+                    (
+                        format == .ac3 ? try AC3SyncFrame.ac3SpecificBox(raw) : try AC3SyncFrame.ec3SpecificBox(raw),
+                        try AC3SyncFrame.sampleRate(raw)
+                    )
+                }
+                return FragmentedTrack(
+                    media: .dolby(format: format, sampleRate: sampleRate, specific: specific), timescale: timescale,
+                    language: planned.source.language ?? "und", encryption: protection(video: false))
+            } catch {
+                throw PackagingError(
+                    .inputCorrupt, "\(options.input): audio stream \(planned.source.index)'s first frame: \(error)")
+            }
+        }
         let config = try audioConfig(detail, planned)
         return FragmentedTrack(
             media: .aac(sampleRate: config.sampleRate, channels: detail.channels, configuration: config.bytes),

@@ -207,7 +207,7 @@ struct FragmentedVerification {
     }
 
     private func child(_ bytes: [UInt8], _ box: Box, _ type: String, structure: String) throws(FormatError) -> Box {
-        let headers = ["stsd": 8, "encv": 78, "avc1": 78, "hvc1": 78, "enca": 28, "mp4a": 28]
+        let headers = ["stsd": 8, "encv": 78, "avc1": 78, "hvc1": 78, "enca": 28, "mp4a": 28, "ac-3": 28, "ec-3": 28]
         var reader = BoxReader(bytes, range: box.body, structure: structure + "/" + box.type)
         try reader.skip(headers[box.type] ?? 0)
         return try BoxReader.one(type, in: try reader.boxes(), structure: structure + "/" + box.type)
@@ -232,7 +232,7 @@ struct FragmentedVerification {
             throw FormatError(name + " stsd", "holds \(entries.count) sample entries, not one")
         }
         let encrypted = method == "SAMPLE-AES" || method == "SAMPLE-AES-CTR"
-        guard ["encv", "enca", "avc1", "hvc1", "mp4a"].contains(entry.type) else {
+        guard ["encv", "enca", "avc1", "hvc1", "mp4a", "ac-3", "ec-3"].contains(entry.type) else {
             throw FormatError(name + " stsd", "sample entry '\(entry.type)' is not one GuardPlay writes")
         }
         let isVideo = entry.type == "encv" || entry.type == "avc1" || entry.type == "hvc1"
@@ -240,6 +240,9 @@ struct FragmentedVerification {
             throw FormatError(name + " stsd", "sample entry '\(entry.type)' under METHOD=\(method)")
         }
         var info = TrackInfo(isVideo: isVideo, timescale: timescale, codec: isVideo ? "h264" : "aac")
+        // Audio: the codec from the sample entry, or under encryption from `frma`, read below.
+        let audioCodecs = ["mp4a": "aac", "ac-3": "ac3", "ec-3": "eac3"]
+        if let codec = audioCodecs[entry.type] { info.codec = codec }
         if isVideo, let record = try hevcConfiguration(bytes, entry, structure: name) {
             info.codec = "hevc"
             info.parameterSets = record.nalUnits
@@ -254,7 +257,8 @@ struct FragmentedVerification {
         let sinf = try child(bytes, entry, "sinf", structure: name)
         var frma = BoxReader(bytes, box: try child(bytes, sinf, "frma", structure: name), structure: name)
         let original = try frma.fourCC()
-        if original != (isVideo ? (info.codec == "hevc" ? "hvc1" : "avc1") : "mp4a") {
+        if !isVideo, let codec = audioCodecs[original] { info.codec = codec }
+        if isVideo ? original != (info.codec == "hevc" ? "hvc1" : "avc1") : audioCodecs[original] == nil {
             throw FormatError(
                 name + " frma", "original format '\(original)' for a \(isVideo ? "video" : "audio") track")
         }
@@ -630,6 +634,8 @@ struct ExpectedSamples {
             do {
                 if !reader.plan.streams[slot].codec.isAudio {
                     queue.append(try builder.sample(bytes: unit.bytes, nalUnits: unit.nalUnits).bytes)
+                } else if reader.plan.streams[slot].codec.isDolby {
+                    queue.append(unit.bytes)
                 } else {
                     queue += try AACSampleBuilder.samples(unit.bytes)
                 }

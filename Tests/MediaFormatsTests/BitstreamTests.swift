@@ -197,6 +197,23 @@ import Testing
         }
     }
 
+    /// `dac3` from an AC-3 bsi (ETSI TS 102 366 §F.4): 3/2 with LFE, whose cmixlev and surmixlev come
+    /// before lfeon, and mono, which has neither: fscod, bsid, bsmod, acmod, lfeon, frmsizecod / 2.
+    @Test(arguments: [
+        ([0x0B, 0x77, 0, 0, 0x1C, 0x40, 0b1110_1101, 0] as [UInt8], [0x10, 0x3D, 0xC0] as [UInt8]),
+        ([0x0B, 0x77, 0, 0, 0x45, 0x4A, 0b0010_0000, 0], [0x52, 0x88, 0x40]),
+    ])
+    func describesAnAC3SyncframeAsADac3Box(_ header: [UInt8], _ expected: [UInt8]) throws {
+        #expect(try header.withUnsafeBytes { try AC3SyncFrame.ac3SpecificBox($0) } == expected)
+    }
+
+    @Test func readsTheSampleRateOfAC3AndReducedRateEAC3() throws {
+        #expect(try ac3Header(fscod: 1, frmsizecod: 0).withUnsafeBytes { try AC3SyncFrame.sampleRate($0) } == 44_100)
+        // E-AC-3 with fscod 3: fscod2 1 is half of 44.1 kHz.
+        let reduced: [UInt8] = [0x0B, 0x77, 0x00, 0x5F, 0b1101_0000, 16 << 3, 0]
+        #expect(try reduced.withUnsafeBytes { try AC3SyncFrame.sampleRate($0) } == 22_050)
+    }
+
     @Test func describesAnEAC3AccessUnitAsADec3Box() throws {
         // 240 bytes of 6-block 48 kHz audio: 60 kb/s; one independent substream, bsid 16, 5.1.
         let frame = SampleAESAudioTests.eac3Frame(words: 120, dependent: false, seed: 5)
