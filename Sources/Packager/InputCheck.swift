@@ -22,6 +22,10 @@ enum InputCheck {
         case nil:
             break
         }
+        // A regular file only: reading a FIFO would take its first bytes from the demuxer, and opening one
+        // would wait for its writer. A playlist that arrives that way is refused once FFmpeg has read it.
+        var status = stat()
+        guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return }
         if let head = ReadOnlyFile.head(of: path, count: 16) {
             if InputFile.isPlaylist(head) {
                 throw PackagingError(
