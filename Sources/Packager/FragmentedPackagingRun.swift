@@ -107,8 +107,7 @@ struct FragmentedPackagingRun {
                     output.encryptLater(
                         DeferredEncryption(
                             cipher: cipher, range: start..<(start + record.size), subsamples: record.subsamples,
-                            iv: record.iv.isEmpty ? constantIV : record.iv, kind: "video frame",
-                            time: unit.pts - TimestampMapper.startOffset))
+                            iv: record.iv.isEmpty ? constantIV : record.iv, kind: "video frame", pts: unit.pts))
                 }
                 output.appended(record: record, decodeTime: unit.dts, duration: unit.duration, presentation: unit.pts)
             } else {
@@ -149,8 +148,7 @@ struct FragmentedPackagingRun {
                         output.encryptLater(
                             DeferredEncryption(
                                 cipher: cipher, range: start..<(start + record.size), subsamples: [],
-                                iv: record.iv.isEmpty ? constantIV : record.iv, kind: "audio frame",
-                                time: time - TimestampMapper.startOffset))
+                                iv: record.iv.isEmpty ? constantIV : record.iv, kind: "audio frame", pts: time))
                     }
                     output.appended(
                         record: record, decodeTime: output.ticks(time), duration: output.ticks(share),
@@ -198,7 +196,8 @@ struct FragmentedPackagingRun {
         }
     }
 
-    private static func seconds(_ pts: Int64) -> String {
+    /// A 90 kHz presentation time as seconds from the presentation's start, for messages.
+    static func seconds(_ pts: Int64) -> String {
         String(cFormat: "%.3f", Double(pts - TimestampMapper.startOffset) / 90_000)
     }
 

@@ -93,9 +93,9 @@ struct DeferredEncryption {
     /// The constant IV (`cbcs`) or the sample's IV (`cenc`).
     let iv: [UInt8]
     /// What the sample is, for an error: `video frame` or `audio frame`, and its 90 kHz presentation
-    /// time from the start.
+    /// time.
     let kind: StaticString
-    let time: Int64
+    let pts: Int64
 
     /// Encrypts the sample in `buffer`; returns the reason on failure.
     func run(_ buffer: UnsafeMutableRawBufferPointer) -> String? {
@@ -104,7 +104,7 @@ struct DeferredEncryption {
                 UnsafeMutableRawBufferPointer(rebasing: buffer[range]), subsamples: subsamples, iv: iv)
             return nil
         } catch {
-            return "cannot encrypt the \(kind) at \(String(cFormat: "%.3f", Double(time) / 90_000)) s: \(error)"
+            return "cannot encrypt the \(kind) at \(FragmentedPackagingRun.seconds(pts)) s: \(error)"
         }
     }
 }

@@ -33,6 +33,14 @@ struct FrameHashes {
     var hashes: [String]
 }
 
+/// The hashes of the `mediaType` frames ffmpeg decodes from the DASH `manifest` under a key that is not
+/// the content key (empty when it decodes none): the negative control of a decryption comparison.
+func hashesUnderWrongKey(_ manifest: String, mediaType: String) throws -> [String] {
+    let wrong = try frameHashes(
+        manifest, options: ["-cenc_decryption_key", "ffeeddccbbaa99887766554433221100"], mayFail: true)
+    return wrong.first { $0.mediaType == mediaType }?.hashes ?? []
+}
+
 /// Decodes `input` with ffmpeg (`-f framemd5`, every stream, no frame-rate conversion) and returns the
 /// streams in ffmpeg's order; a failed decode is a test issue unless `mayFail` (a negative control).
 func frameHashes(_ input: String, options: [String] = [], mayFail: Bool = false) throws -> [FrameHashes] {

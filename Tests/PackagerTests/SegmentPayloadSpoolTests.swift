@@ -73,7 +73,7 @@ import Testing
             spool.encryptLater(
                 DeferredEncryption(
                     cipher: cipher, range: start..<buffer.count, subsamples: index == 3 ? [] : subsamples,
-                    iv: Self.iv, kind: "video frame", time: 0))
+                    iv: Self.iv, kind: "video frame", pts: TimestampMapper.startOffset))
             try reference.process(&sample, subsamples: index == 3 ? [] : subsamples, iv: Self.iv)
             expected += sample
         }
@@ -98,7 +98,7 @@ import Testing
             DeferredEncryption(
                 cipher: try CENCSampleCipher(scheme: .cbcs, key: Self.key, encrypt: true), range: 0..<100,
                 subsamples: [Subsample(clear: 10, protected: 80)], iv: Self.iv, kind: "video frame",
-                time: 1_125_000))
+                pts: TimestampMapper.startOffset + 1_125_000))
         let file = try SegmentFile(path: scratch.path + "/segment", aes128: nil, writer: writer)
         // Reported by the next step that asks the writer: the move, or the drain.
         let failure = #expect(throws: PackagingError.self) {
